@@ -1,0 +1,36 @@
+"""rljax: a JAX-first reinforcement-learning research codebase."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="rljax",
+    version="0.1.0",
+    description="Pure-functional, jitted, sharded reinforcement learning in JAX.",
+    packages=find_packages(include=["rljax", "rljax.*"]),
+    python_requires=">=3.11",
+    install_requires=[
+        "jax>=0.7",
+        "flax>=0.10",
+        "optax>=0.2.4",
+        "orbax-checkpoint>=0.11",
+        "chex>=0.1.89",
+        "numpy>=1.26",
+        "ml-collections>=1.0",
+        "absl-py>=2.1",
+        "gymnax>=0.0.9",
+        "tensorflow-datasets>=4.9.7",
+        "array-record>=0.5",
+        "matplotlib>=3.8",
+        "tqdm>=4.66",
+    ],
+    extras_require={
+        "dev": [
+            "pytest>=8",
+            "pytest-timeout>=2.3",
+            "ruff>=0.6",
+            "nbclient>=0.10",
+            "nbformat>=5.10",
+            "ipykernel>=6.29",
+        ],
+    },
+)
