@@ -54,11 +54,17 @@ class Hparams(NamedTuple):
 
 
 def validate(config: Config) -> None:
-    """Checks the static settings; raises ``ValueError`` naming the field, value and what is allowed."""
-    for field in ("num_envs", "num_steps", "num_epochs", "num_minibatches", "num_updates"):
-        value = getattr(config, field)
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"ppo.{field}={value!r} is invalid; allowed: an integer >= 1")
+    """Checks the static settings; a ``ValueError`` names the field, the value and what is allowed."""
+    positive = {
+        "num_envs": config.num_envs,
+        "num_steps": config.num_steps,
+        "num_epochs": config.num_epochs,
+        "num_minibatches": config.num_minibatches,
+        "num_updates": config.num_updates,
+    }
+    for field, number in positive.items():
+        if not isinstance(number, int) or number < 1:
+            raise ValueError(f"ppo.{field}={number!r} is invalid; allowed: an integer >= 1")
     batch = config.num_envs * config.num_steps
     if batch % config.num_minibatches:
         raise ValueError(
@@ -244,7 +250,6 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics.update(rollout_lib.episode_summary(stats))
     state = state._replace(env=env_state, step=state.step + 1)
-    metrics["env_steps"] = (state.step * n).astype(jnp.float32)
     return state, metrics
 
 

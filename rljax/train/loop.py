@@ -152,7 +152,8 @@ def _check_finite(metrics: dict[str, np.ndarray], update: int) -> None:
             bad = np.argwhere(~np.isfinite(value))[0]
             raise NonFiniteLossError(
                 f"{key} became {value[tuple(bad)]} for agent {bad[0]} within updates "
-                f"{update + 1}..{update + value.shape[1]}; stopped, keeping the last good checkpoint"
+                f"{update + 1}..{update + value.shape[1]}; stopped, keeping the last good "
+                "checkpoint"
             )
 
 
