@@ -54,7 +54,7 @@ class Hparams(NamedTuple):
 
 
 def validate(config: Config) -> None:
-    """Checks the static settings; a ``ValueError`` names the field, the value and what is allowed."""
+    """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     positive = {
         "num_envs": config.num_envs,
         "num_steps": config.num_steps,
