@@ -31,9 +31,8 @@ def band_curves(
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     for g, label in enumerate(labels):
         mean, low, high = curves[g]
-        name = label or "mean"
-        if num_seeds:
-            name += f" (mean of {num_seeds} seeds; band min-max)"
+        name = f"mean of {num_seeds} seeds, band min-max" if num_seeds else "mean, band min-max"
+        name = f"{label}: {name}" if label else name
         line = ax.plot(x, mean, lw=1.8, label=name)
         ax.fill_between(x, low, high, color=line[0].get_color(), alpha=0.2, lw=0)
     ax.set_xlabel(xlabel)
