@@ -1,4 +1,4 @@
-"""PPO: one compile per step, batched == looped over the hyperparameter grid, learning regression."""
+"""PPO: one compile per step, batched == looped over a hyperparameter grid, learning regression."""
 
 import functools
 
@@ -53,10 +53,10 @@ def test_vmapped_grid_equals_separate_runs():
     batched_states = jax.vmap(functools.partial(ppo.init, TINY, env))(keys, hps)
     batched, _ = jax.jit(jax.vmap(chunk))(batched_states)
     for i in range(2):
-        solo_state = ppo.init(TINY, env, keys[i], jax.tree.map(lambda x: x[i], hps))
+        solo_state = ppo.init(TINY, env, keys[i], jax.tree.map(lambda x, i=i: x[i], hps))
         solo, _ = jax.jit(chunk)(solo_state)
         chex.assert_trees_all_close(
-            jax.tree.map(lambda x: x[i], batched.params), solo.params, rtol=2e-5, atol=2e-6
+            jax.tree.map(lambda x, i=i: x[i], batched.params), solo.params, rtol=2e-5, atol=2e-6
         )
     # The two learning rates really produce different agents.
     diff = jax.tree.map(lambda x: float(np.max(np.abs(x[0] - x[1]))), batched.params)
