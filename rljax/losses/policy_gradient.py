@@ -36,6 +36,174 @@ def ppo_clip(
     return -jnp.minimum(ratio * adv, clipped * adv)
 
 
+def reinforce(logp: jax.Array, adv: jax.Array) -> jax.Array:
+    """Per-element REINFORCE-with-baseline loss ``ℓ = -sg(A) log π(a|s)``.
+
+    Williams 1992, "Simple Statistical Gradient-Following Algorithms"; ``A = G - b`` with any
+    action-independent baseline ``b`` (e.g. from ``rljax.returns``) keeps the gradient unbiased.
+
+    Args:
+      logp: log π_θ(a|s) of the taken action ``[...]``.
+      adv: advantages or returns minus baseline ``[...]`` (constants).
+
+    Returns:
+      Loss per element ``[...]``.
+    """
+    chex.assert_equal_shape([logp, adv])
+    return -jax.lax.stop_gradient(adv) * logp
+
+
+def ppo_dual_clip(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+    dual_clip: float | jax.Array = 3.0,
+) -> jax.Array:
+    """Per-element dual-clip PPO loss: PPO clip, plus a floor ``c A`` on the objective when A < 0.
+
+    ``J = min(ρA, clip(ρ, 1-ε_low, 1+ε_high) A)`` for A >= 0 and ``max(J, c A)`` for A < 0;
+    ``ℓ = -J``. Bounds the loss of a negative-advantage sample whose ratio has blown up (ρ > c)
+    and gives it zero gradient. Ye et al. 2020, "Mastering Complex Control in MOBA Games with
+    Deep RL" (c = 3); asymmetric ε as in DAPO (Yu et al. 2025).
+
+    Args:
+      logp: log π_θ(a|s) ``[...]``.
+      old_logp: log π_old(a|s) ``[...]``.
+      adv: advantages ``[...]`` (constants).
+      eps_low: lower clip range ε_low >= 0.
+      eps_high: upper clip range ε_high >= 0.
+      dual_clip: c > 1.
+
+    Returns:
+      Loss per element ``[...]``.
+    """
+    if isinstance(dual_clip, int | float) and not dual_clip > 1.0:
+        raise ValueError(f"dual_clip must be > 1, got {dual_clip!r}")
+    clipped_loss = ppo_clip(logp, old_logp, adv, eps_low=eps_low, eps_high=eps_high)
+    adv = jax.lax.stop_gradient(adv)
+    return jnp.where(adv < 0, jnp.minimum(clipped_loss, -dual_clip * adv), clipped_loss)
+
+
+def cispo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+) -> jax.Array:
+    """Per-token CISPO loss: truncated importance-weighted REINFORCE.
+
+    ``ℓ = -sg(clip(ρ, 1 - ε_low, 1 + ε_high)) · A · log π_θ`` with ``ρ = π_θ/π_old``. Unlike PPO
+    clipping, no token's gradient is dropped: the IS weight is clipped and stopped instead.
+    MiniMax 2025, "MiniMax-M1" (CISPO); the loss of ScaleRL (arXiv 2510.13786). A large
+    ``eps_low`` (e.g. 1.0) means no lower bound, as in MiniMax-M1.
+
+    Args:
+      logp: log π_θ of the sampled tokens ``[...]``.
+      old_logp: log π_old (behaviour policy) of the same tokens ``[...]``.
+      adv: advantages ``[...]`` (constants).
+      eps_low: lower truncation ε_low >= 0.
+      eps_high: upper truncation ε_high >= 0.
+
+    Returns:
+      Loss per element ``[...]``. At ρ = 1 its gradient equals PPO's / REINFORCE's.
+    """
+    chex.assert_equal_shape([logp, old_logp, adv])
+    ratio = jnp.exp(logp - old_logp)
+    weight = jax.lax.stop_gradient(jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high))
+    return -weight * jax.lax.stop_gradient(adv) * logp
+
+
+def gspo_log_ratio(logp: jax.Array, old_logp: jax.Array, mask: jax.Array) -> jax.Array:
+    """GSPO's length-normalized sequence log-ratio ``log s_i = (1/|y_i|) Σ_t log(π_θ/π_old)``.
+
+    Zheng et al. 2025, "Group Sequence Policy Optimization" (GSPO):
+    ``s_i = (π_θ(y_i)/π_old(y_i))^{1/|y_i|}``.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      mask: ``[B, L]``, 1 = real token.
+
+    Returns:
+      ``log s_i``, ``[B]`` (0 for empty sequences).
+    """
+    chex.assert_rank(logp, 2)
+    chex.assert_equal_shape([logp, old_logp, mask])
+    m = mask.astype(logp.dtype)
+    diff = (logp - jax.lax.stop_gradient(old_logp)) * m
+    return jnp.sum(diff, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1.0)
+
+
+def gspo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+) -> jax.Array:
+    """Per-sequence GSPO loss ``ℓ_i = -min(s_i A_i, clip(s_i, 1-ε_low, 1+ε_high) A_i)``.
+
+    Zheng et al. 2025, "Group Sequence Policy Optimization": the clip acts on the whole
+    sequence's length-normalized ratio ``s_i`` (``gspo_log_ratio``), so ε is small (the paper
+    uses about 3e-4 / 4e-4). Average over sequences with ``reduce.masked_mean``.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: sequence advantages ``[B]`` (constants), e.g. ``returns.grpo_advantages``.
+      mask: ``[B, L]``, 1 = real token.
+      eps_low: lower clip range.
+      eps_high: upper clip range.
+
+    Returns:
+      Loss per sequence ``[B]``.
+    """
+    chex.assert_rank(adv, 1)
+    log_s = gspo_log_ratio(logp, old_logp, mask)
+    return ppo_clip(log_s, jnp.zeros_like(log_s), adv, eps_low=eps_low, eps_high=eps_high)
+
+
+def gspo_token(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+) -> jax.Array:
+    """Per-token GSPO-token loss with ``s_it = sg(s_i) · π_θ(y_it)/sg(π_θ(y_it))``.
+
+    Zheng et al. 2025 (GSPO-token): same value and, with equal per-token advantages ``A_it =
+    A_i``, the same gradient as ``gspo`` once averaged with ``reduce.seq_mean_token_mean``; it
+    allows per-token advantages.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: advantages, per sequence ``[B]`` or per token ``[B, L]`` (constants).
+      mask: ``[B, L]``, 1 = real token.
+      eps_low: lower clip range.
+      eps_high: upper clip range.
+
+    Returns:
+      Loss per token ``[B, L]``, 0 at padding.
+    """
+    log_s = jax.lax.stop_gradient(gspo_log_ratio(logp, old_logp, mask))
+    log_s_t = log_s[:, None] + logp - jax.lax.stop_gradient(logp)
+    adv_t = adv[:, None] * jnp.ones_like(logp) if adv.ndim == 1 else adv
+    zeros = jnp.zeros_like(log_s_t)
+    loss = ppo_clip(log_s_t, zeros, adv_t, eps_low=eps_low, eps_high=eps_high)
+    return loss * mask.astype(loss.dtype)
+
+
 def categorical_entropy(logits: jax.Array) -> jax.Array:
     """Entropy of a categorical distribution given by logits.
 
