@@ -204,6 +204,98 @@ def gspo_token(
     return loss * mask.astype(loss.dtype)
 
 
+def _floor_keep_grad(x: jax.Array, floor: float | jax.Array) -> jax.Array:
+    """``max(x, floor)`` in value, identity in gradient (a straight-through floor)."""
+    return x + jax.lax.stop_gradient(jnp.maximum(x, floor) - x)
+
+
+def nft(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    correct: jax.Array,
+    correct_rate: jax.Array,
+    *,
+    pos_floor: float | jax.Array = 0.0,
+    neg_floor: float | jax.Array = 1e-2,
+) -> jax.Array:
+    """Per-token NFT (negative-aware fine-tuning) loss with an implicit negative policy.
+
+    With ``R = π_θ/π_old`` and group accuracy ``r_q``, the negative policy is
+    ``π⁻ = (π_old - r_q π_θ)/(1 - r_q)``; maximum likelihood on positives under π_θ and on
+    negatives under π⁻ gives ``ℓ = -log R`` for correct samples and
+    ``ℓ = -log((1 - r_q R)/(1 - r_q))`` for wrong ones. Chen et al. 2025, "Bridging Supervised
+    Learning and Reinforcement Learning in Math Reasoning" (NFT, arXiv 2505.18116). Both
+    arguments of the logs are floored in value only (the gradient passes straight through), as
+    in the authors' code, so a sample whose ``r_q R`` passes 1 cannot produce NaN.
+
+    On-policy (``R = 1``) the gradient is ``-∇log π`` for positives and
+    ``r_q/(1 - r_q) ∇log π`` for negatives; scaling each prompt by ``(1 - r_q)`` gives exactly
+    Dr.GRPO's ``-A ∇log π`` with ``A = R - r_q``, and by ``sqrt((1 - r_q)/r_q)`` GRPO's with the
+    population std. Apply those weights before ``reduce``.
+
+    Args:
+      logp: log π_θ of the sampled tokens ``[...]``.
+      old_logp: log π_old (the sampling policy) ``[...]``.
+      correct: 1 for a correct (positive) sample, 0 for a wrong one ``[...]`` (broadcast per
+        sequence, e.g. ``[B, 1]`` against ``[B, L]``).
+      correct_rate: the prompt's accuracy ``r_q`` in (0, 1) ``[...]`` (broadcastable); groups
+        that are all right or all wrong carry no signal and should be masked out.
+      pos_floor: value floor for ``R`` in the positive term.
+      neg_floor: value floor for ``(1 - r_q R)/(1 - r_q)`` in the negative term.
+
+    Returns:
+      Loss per element, the broadcast shape of the inputs.
+    """
+    chex.assert_equal_shape([logp, old_logp])
+    ratio = jnp.exp(logp - jax.lax.stop_gradient(old_logp))
+    correct_rate = jax.lax.stop_gradient(correct_rate)
+    pos = -jnp.log(_floor_keep_grad(ratio, pos_floor))
+    neg_arg = (1.0 - correct_rate * ratio) / (1.0 - correct_rate)
+    neg = -jnp.log(_floor_keep_grad(neg_arg, neg_floor))
+    return jnp.where(correct > 0, pos, neg)
+
+
+def pacs(
+    seq_logp: jax.Array,
+    seq_ref_logp: jax.Array,
+    reward: jax.Array,
+    mask: jax.Array | None = None,
+    *,
+    beta: float | jax.Array,
+) -> jax.Array:
+    """Per-sample PACS loss: BCE between a policy-parameterized score ψ and the 0/1 reward.
+
+    Reward proxy ``r̂_i = β (log π_θ(o_i|q) - log π_ref(o_i|q))`` (sequence log-probs); score
+    ``ψ_i = r̂_i - mean_{j≠i} r̂_j`` (leave-one-out over the group);
+    ``ℓ_i = -[R_i log σ(ψ_i) + (1 - R_i) log(1 - σ(ψ_i))]``. Its gradient is
+    ``-(R_i - σ(ψ_i)) ∇ψ_i``: a policy gradient whose weight ``R - σ(ψ)`` acts as an implicit
+    critic. Li et al. 2025, "Implicit Actor Critic Coupling via a Supervised Learning Framework
+    for RLVR" (PACS, arXiv 2509.02522). The anchor π_ref is whichever fixed policy the caller
+    chooses (the paper uses the policy's log-probability ratio to an earlier policy).
+
+    Args:
+      seq_logp: sequence log-probs ``Σ_t log π_θ`` ``[B, G]``.
+      seq_ref_logp: sequence log-probs of the anchor policy ``[B, G]``.
+      reward: 0/1 outcome labels ``[B, G]``.
+      mask: ``[B, G]``, 1 = real sample; groups need at least two real samples.
+      beta: scale β > 0 of the reward proxy.
+
+    Returns:
+      Loss per sample ``[B, G]``, 0 at padded samples.
+    """
+    chex.assert_rank(seq_logp, 2)
+    chex.assert_equal_shape([seq_logp, seq_ref_logp, reward])
+    m = jnp.ones_like(seq_logp) if mask is None else mask.astype(seq_logp.dtype)
+    chex.assert_equal_shape([seq_logp, m])
+    r_hat = beta * (seq_logp - jax.lax.stop_gradient(seq_ref_logp))
+    n = jnp.sum(m, axis=1, keepdims=True)
+    others_mean = (jnp.sum(r_hat * m, axis=1, keepdims=True) - r_hat) / jnp.maximum(n - 1, 1.0)
+    psi = r_hat - others_mean
+    label = jax.lax.stop_gradient(reward)
+    bce = jax.nn.softplus(psi) - label * psi
+    return bce * m
+
+
 def categorical_entropy(logits: jax.Array) -> jax.Array:
     """Entropy of a categorical distribution given by logits.
 

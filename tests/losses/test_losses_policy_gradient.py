@@ -153,3 +153,87 @@ def test_no_recompiles():
     for s in range(3):
         logp, old, adv, mask, _ = _lm_batch(s)
         step(logp, old, adv, mask)
+
+
+# --- NFT and PACS -------------------------------------------------------------------------------
+
+
+def test_nft_by_hand():
+    zero = jnp.zeros(3)
+    rate = jnp.array([0.25, 0.25, 0.25])
+    correct = jnp.array([1.0, 0.0, 0.0])
+    np.testing.assert_allclose(pg.nft(zero, zero, correct, rate), 0.0, atol=1e-7)
+    logp = jnp.array([LOG15, LOG15, np.log(8.0)])  # r_q R = 2 > 1 for the last one: floored
+    got = pg.nft(logp, zero, correct, rate, neg_floor=0.01)
+    want = [-np.log(1.5), -np.log((1 - 0.375) / 0.75), -np.log(0.01)]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    g = jax.grad(lambda x: pg.nft(x, zero, correct, rate, neg_floor=0.01).sum())(logp)
+    assert np.all(np.isfinite(np.asarray(g)))
+
+
+def test_nft_equals_grpo_and_dr_grpo_on_policy():
+    """NFT's gradient equals GRPO's (population std) / Dr.GRPO's in strict on-policy training."""
+    from rljax import returns
+
+    rng = np.random.default_rng(5)
+    b, g, l_len = 3, 6, 5
+    reward = jnp.asarray(rng.integers(0, 2, size=(b, g)).astype(np.float32))
+    reward = reward.at[:, 0].set(1.0).at[:, 1].set(0.0)  # every group mixed
+    logp = jnp.asarray(-rng.random((b, g, l_len)).astype(np.float32) - 0.1)
+    old = jax.lax.stop_gradient(logp)
+    rate = jnp.mean(reward, axis=1, keepdims=True)  # [B, 1]
+
+    def nft_loss(lp, weight):
+        per_tok = pg.nft(lp, old, reward[..., None], rate[..., None])
+        return jnp.sum(per_tok * weight[..., None])
+
+    def pg_loss(lp, adv):
+        return jnp.sum(
+            pg.ppo_clip(
+                lp, old, jnp.broadcast_to(adv[..., None], lp.shape), eps_low=0.2, eps_high=0.2
+            )
+        )
+
+    grpo_adv = returns.grpo_advantages(reward, eps=0.0, ddof=0)
+    g_nft = jax.grad(nft_loss)(logp, jnp.sqrt((1 - rate) / rate) * jnp.ones((b, g)))
+    np.testing.assert_allclose(g_nft, jax.grad(pg_loss)(logp, grpo_adv), rtol=1e-5, atol=1e-6)
+    dr_adv = returns.dr_grpo_advantages(reward)
+    g_nft = jax.grad(nft_loss)(logp, (1 - rate) * jnp.ones((b, g)))
+    np.testing.assert_allclose(g_nft, jax.grad(pg_loss)(logp, dr_adv), rtol=1e-5, atol=1e-6)
+
+
+def test_pacs_by_hand_and_gradient_formula():
+    seq_logp = jnp.array([[1.0, 0.0]])
+    zero = jnp.zeros((1, 2))
+    got = pg.pacs(seq_logp, zero, jnp.array([[1.0, 0.0]]), beta=1.0)
+    np.testing.assert_allclose(got, [[np.log1p(np.e) - 1.0, np.log1p(np.exp(-1.0))]], rtol=1e-6)
+
+    rng = np.random.default_rng(6)
+    b, g, beta = 2, 5, 0.5
+    lp = jnp.asarray(rng.normal(size=(b, g)).astype(np.float32))
+    ref = jnp.asarray(rng.normal(size=(b, g)).astype(np.float32))
+    reward = jnp.asarray(rng.integers(0, 2, size=(b, g)).astype(np.float32))
+    grad = jax.grad(lambda x: pg.pacs(x, ref, reward, beta=beta).sum())(lp)
+    r_hat = beta * (np.asarray(lp) - np.asarray(ref))
+    psi = r_hat - (r_hat.sum(1, keepdims=True) - r_hat) / (g - 1)
+    w = -(np.asarray(reward) - 1 / (1 + np.exp(-psi)))  # dL/dψ = -(R - σ(ψ))
+    want = beta * (w - (w.sum(1, keepdims=True) - w) / (g - 1))  # chain rule through the LOO mean
+    np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-6)
+
+
+def test_pacs_masking_equals_slicing_and_grad_check():
+    rng = np.random.default_rng(7)
+    lp = jnp.asarray(rng.normal(size=(2, 5)))
+    ref = jnp.asarray(rng.normal(size=(2, 5)))
+    reward = jnp.asarray(rng.integers(0, 2, size=(2, 5)).astype(np.float32))
+    mask = jnp.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], jnp.float32)
+    full = pg.pacs(lp, ref, reward, mask, beta=1.0)
+    sliced = pg.pacs(lp[:1, :3], ref[:1, :3], reward[:1, :3], beta=1.0)
+    np.testing.assert_allclose(full[:1, :3], sliced, rtol=1e-6)
+    np.testing.assert_allclose(full[0, 3:], 0.0)
+    with jax.enable_x64(True):
+        f = lambda x: pg.pacs(x, ref.astype(jnp.float64), reward.astype(jnp.float64), beta=0.7)
+        check_grads(f, [lp.astype(jnp.float64)], order=2)
+        r = jnp.array([0.3, 0.3])
+        f = lambda x: pg.nft(x, jnp.zeros(2), jnp.array([1.0, 0.0]), r)
+        check_grads(f, [jnp.array([0.1, -0.2])], order=2)
