@@ -105,7 +105,7 @@ def bench_env(num_envs: int, total_steps: int, repeats: int = 3) -> tuple[float,
         "bare": _random_steps(functools.partial(_bare_step, env), env, num_envs, num_steps),
     }
     best = {}
-    for name, fn in fns.items():
+    for fn in fns.values():
         fn(jax.random.PRNGKey(0)).block_until_ready()
     for r in range(repeats):  # interleave to share the machine's noise
         for name, fn in fns.items():
