@@ -40,18 +40,18 @@ def chain(
 
 
 def gamble_chain(
-    length: int = 4,
+    length: int = 5,
     *,
     safe_reward: float = 1.0,
-    risky_rewards: tuple[float, ...] = (2.0, -6.0),
-    risky_probs: tuple[float, ...] = (0.85, 0.15),
+    risky_rewards: tuple[float, ...] = (5.0, -10.0),
+    risky_probs: tuple[float, ...] = (0.95, 0.05),
 ) -> TabularMDP:
     """Each of `length` steps offers a safe steady reward or a heavy-tailed gamble.
 
     States 0 .. length - 1 are the step index; state `length` is absorbing with reward 0.
     Action 0 (safe) pays `safe_reward`; action 1 (risky) pays `risky_rewards[k]` w.p.
-    `risky_probs[k]`. The default gamble has a higher mean (0.8 vs... see docs/dp.md) but a heavy
-    lower tail. γ = 1 and horizon = `length`, so the return is the plain sum of rewards.
+    `risky_probs[k]`. The default gamble pays 4.25 on average (vs 1) but loses 10 w.p. 0.05: a
+    rare, large loss that the lower tail (CVaR) sees and the mean hides. γ = 1 and horizon = `length`, so the return is the plain sum of rewards.
     """
     if len(risky_rewards) != len(risky_probs):
         raise ValueError(

@@ -56,13 +56,16 @@ class CVaRSolution(NamedTuple):
     solution: StockSolution
 
 
-def stock_grid(mdp: TabularMDP, *, spacing: float = 1.0) -> jax.Array:
+def stock_grid(
+    mdp: TabularMDP, *, spacing: float = 1.0, bounds: tuple[float, float] | None = None
+) -> jax.Array:
     """A uniform stock grid wide enough for CVaR: [G_min - G_max, G_max - G_min] in `spacing` steps.
 
     Every initial stock c_0 = -b with b in [G_min, G_max] then keeps c_0 + (partial sums) on the
-    grid without clipping. Host-side (not jittable): it fixes the static grid size M.
+    grid without clipping, provided `bounds` (default `return_bounds(mdp)`, often loose) bound
+    every partial sum of rewards. Host-side (not jittable): it fixes the static grid size M.
     """
-    g_min, g_max = (float(x) for x in return_bounds(mdp))
+    g_min, g_max = (float(x) for x in (bounds or return_bounds(mdp)))
     half = np.ceil((g_max - g_min) / spacing) * spacing
     num = int(round(2 * half / spacing)) + 1
     return jnp.linspace(-half, half, num, dtype=jnp.float32)
