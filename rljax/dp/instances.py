@@ -9,6 +9,8 @@ DP on that grid is exact.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,7 +53,8 @@ def gamble_chain(
     States 0 .. length - 1 are the step index; state `length` is absorbing with reward 0.
     Action 0 (safe) pays `safe_reward`; action 1 (risky) pays `risky_rewards[k]` w.p.
     `risky_probs[k]`. The default gamble pays 4.25 on average (vs 1) but loses 10 w.p. 0.05: a
-    rare, large loss that the lower tail (CVaR) sees and the mean hides. γ = 1 and horizon = `length`, so the return is the plain sum of rewards.
+    rare, large loss that the lower tail (CVaR) sees and the mean hides. γ = 1 and horizon =
+    `length`, so the return is the plain sum of rewards.
     """
     if len(risky_rewards) != len(risky_probs):
         raise ValueError(
@@ -118,6 +121,17 @@ def cliff_gridworld(
     return make_mdp(p, r, 1.0, horizon=horizon, initial_dist=start)
 
 
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "num_states",
+        "num_actions",
+        "discount",
+        "num_reward_atoms",
+        "horizon",
+        "concentration",
+    ),
+)
 def random_mdp(
     key: jax.Array,
     num_states: int,

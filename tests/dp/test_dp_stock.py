@@ -40,7 +40,10 @@ def _brute_force_cvar(mdp, alpha):
     for t in range(mdp.horizon):
         nodes += [(t, s, c) for s, c in sorted(frontier)]
         frontier = {
-            (s2, c2) for s, c in frontier for a in range(p.shape[1]) for s2, c2, _ in successors(s, a, c)
+            (s2, c2)
+            for s, c in frontier
+            for a in range(p.shape[1])
+            for s2, c2, _ in successors(s, a, c)
         }
     assert len(nodes) <= 13, len(nodes)
     best = -np.inf
@@ -106,9 +109,7 @@ def test_expected_utility_three_ways_agree():
     grid = dp.stock_grid(mdp)
     utility = -jnp.abs(grid - 1.0)
     sol = dp.stock_value_iteration(mdp, grid, utility)
-    policy, psi = dp.stock_distributional_value_iteration(
-        mdp, grid, dp.homeostatic_score, (1.0,)
-    )
+    policy, psi = dp.stock_distributional_value_iteration(mdp, grid, dp.homeostatic_score, (1.0,))
     m0 = int(jnp.argmin(jnp.abs(grid)))
     np.testing.assert_allclose(
         dp.homeostatic_score(grid, psi[0, :, m0], 1.0), sol.values[0, :, m0], atol=1e-4
@@ -136,7 +137,9 @@ def test_expected_return_objective_is_classic_vi_and_homeostasis_beats_it():
     np.testing.assert_allclose(score_h, float(mdp.initial_dist @ homeo.values[0, :, m0]), atol=1e-4)
     # Threshold objective: P(G >= 4) is maximized by its own policy.
     thr = dp.stock_value_iteration(mdp, grid, (grid >= 4.0).astype(jnp.float32))
-    p_thr = dp.threshold_probability(grid, dp.evaluate_stock_policy(mdp, grid, thr.policy, 0.0), 4.0)
+    p_thr = dp.threshold_probability(
+        grid, dp.evaluate_stock_policy(mdp, grid, thr.policy, 0.0), 4.0
+    )
     assert float(p_thr) >= float(dp.threshold_probability(grid, law_rn, 4.0)) - 1e-6
 
 
