@@ -14,11 +14,9 @@ by Monte Carlo. Runs in seconds on CPU:
 Writes results.md, results.json and cvar.png to --outdir.
 """
 
-import os
+from rljax import xla_flags
 
-os.environ["XLA_FLAGS"] = " ".join(
-    [os.environ.get("XLA_FLAGS", ""), "--xla_cpu_enable_concurrency_optimized_scheduler=false"]
-).strip()
+xla_flags.set_flags()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
