@@ -6,6 +6,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from rljax.losses import classification as cls
 from rljax.losses import distributional
@@ -63,6 +64,9 @@ def test_cross_entropy_matches_numpy_and_grad(grad_check):
     lp = lp - np.log(np.exp(lp).sum(-1, keepdims=True))
     np.testing.assert_allclose(
         cls.cross_entropy(logits, target), -(np.asarray(target) * lp).sum(-1), rtol=1e-5
+    )
+    np.testing.assert_allclose(  # optax only as an independent reference
+        cls.cross_entropy(logits, target), optax.softmax_cross_entropy(logits, target), rtol=1e-5
     )
     g = jax.grad(lambda z: cls.cross_entropy(z, target).sum())(logits)
     np.testing.assert_allclose(g, jax.nn.softmax(logits) - target, atol=1e-6)

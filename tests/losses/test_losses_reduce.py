@@ -84,3 +84,19 @@ def test_gradient_check(grad_check):
 def test_bad_max_len():
     with pytest.raises(ValueError, match="max_len"):
         reduce.seq_mean_token_sum_norm(LOSS, MASK, max_len=0)
+
+
+def test_masked_std_matches_numpy_and_grad(grad_check):
+    loss, mask, _ = _ragged(3)
+    keep = mask > 0
+    np.testing.assert_allclose(
+        reduce.masked_std(jnp.asarray(loss), jnp.asarray(mask)), loss[keep].std(), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        reduce.masked_std(jnp.asarray(loss), jnp.asarray(mask), axis=1)[3],
+        loss[3][keep[3]].std() if keep[3].any() else 0.0,
+        rtol=1e-5,
+        atol=1e-7,
+    )
+    m = jnp.asarray(mask)
+    grad_check(lambda x: reduce.masked_std(x, m.astype(x.dtype)), [loss])

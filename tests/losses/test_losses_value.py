@@ -1,8 +1,10 @@
 """Tests for rljax.losses.value."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from rljax.losses import value
 
@@ -64,3 +66,27 @@ def test_td_error_by_hand_and_stop_gradient():
     np.testing.assert_allclose(g_next, 0.0)
     g_now = jax.grad(lambda v: value.td_error(v, R_T, DISC, v_tp1).sum())(v_t)
     np.testing.assert_allclose(g_now, -1.0)
+
+
+def test_agrees_with_optax_reference():
+    """optax is used only here, as an independent reference implementation."""
+    x = jnp.linspace(-4.0, 4.0, 17)
+    np.testing.assert_allclose(
+        value.huber(x, delta=1.5), optax.losses.huber_loss(x, delta=1.5), rtol=1e-6
+    )
+    np.testing.assert_allclose(value.l2(x), optax.losses.l2_loss(x), rtol=1e-6)
+
+
+def test_no_recompiles():
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def f(q_t, a_t, r_t, disc, q_tp1, q_online):
+        y = value.double_q_learning_target(r_t, disc, q_tp1, q_online)
+        y = y + value.q_learning_target(r_t, disc, q_tp1)
+        return value.huber(value.q_td_error(q_t, a_t, y)) + value.l2(
+            value.td_error(r_t, r_t, disc, r_t)
+        )
+
+    for s in range(3):
+        q = jax.random.normal(jax.random.key(s), (4, 3))
+        f(q, jnp.array([0, 1, 2, 0]), jnp.ones(4) * s, jnp.full(4, 0.9), -q, q * 2)
