@@ -10,17 +10,19 @@ from rljax.losses import value
 
 
 def test_clipped_value_loss_by_hand():
-    f = lambda v, old, t: value.clipped_value_loss(v, old, t, clip_eps=0.2)
-    cases = [  # v, old_v, target, loss, dloss/dv
-        (1.5, 1.0, 2.0, 0.5 * 0.64, 0.0),  # clipped branch (v_c = 1.2) is larger and flat in v
-        (0.5, 1.0, 0.0, 0.5 * 0.64, 0.0),  # v_c = 0.8
-        (1.1, 1.0, 2.0, 0.5 * 0.81, -0.9),  # inside the clip range: plain ½(v - G)²
-        (1.5, 1.0, 1.0, 0.5 * 0.25, 0.5),  # unclipped branch is larger
-    ]
-    for v, old, t, want, want_g in cases:
-        args = [jnp.float32(x) for x in (v, old, t)]
-        np.testing.assert_allclose(f(*args), want, rtol=1e-5)
-        np.testing.assert_allclose(jax.grad(f)(*args), want_g, rtol=1e-5, atol=1e-6)
+    cases = np.array(  # v, old_v, target, loss, dloss/dv
+        [
+            (1.5, 1.0, 2.0, 0.5 * 0.64, 0.0),  # clipped branch (v_c = 1.2) is larger, flat in v
+            (0.5, 1.0, 0.0, 0.5 * 0.64, 0.0),  # v_c = 0.8
+            (1.1, 1.0, 2.0, 0.5 * 0.81, -0.9),  # inside the clip range: plain ½(v - G)²
+            (1.5, 1.0, 1.0, 0.5 * 0.25, 0.5),  # unclipped branch is larger
+        ],
+        np.float32,
+    )
+    v, old, t = (jnp.asarray(cases[:, i]) for i in range(3))
+    f = lambda x: value.clipped_value_loss(x, old, t, clip_eps=0.2)
+    np.testing.assert_allclose(f(v), cases[:, 3], rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(lambda x: f(x).sum())(v), cases[:, 4], rtol=1e-5, atol=1e-6)
 
 
 def test_clipped_value_loss_gradient_check(grad_check):
