@@ -25,9 +25,9 @@ Writes results.md, results.json and kl_bayes.png to ``--outdir``.
 
 import os
 
-os.environ.setdefault("XLA_FLAGS", "")
-if "concurrency_optimized_scheduler" not in os.environ["XLA_FLAGS"]:
-    os.environ["XLA_FLAGS"] += " --xla_cpu_enable_concurrency_optimized_scheduler=false"
+from rljax import xla_flags
+
+xla_flags.set_flags()
 
 import argparse  # noqa: E402
 import itertools  # noqa: E402
