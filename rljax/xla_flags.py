@@ -20,12 +20,15 @@ def set_flags(num_cpu_devices: int | None = None) -> None:
     Raises:
       RuntimeError: if jax was already imported, when the flags could no longer take effect.
     """
-    if "jax" in sys.modules:
-        raise RuntimeError("rljax.xla_flags.set_flags() must run before jax is imported")
     flags = os.environ.get("XLA_FLAGS", "").split()
     wanted = [CPU_SCHEDULER_FLAG]
     if num_cpu_devices is not None:
-        flags = [f for f in flags if not f.startswith("--xla_force_host_platform_device_count")]
         wanted.append(f"--xla_force_host_platform_device_count={num_cpu_devices}")
+    if all(f in flags for f in wanted):
+        return  # already set (e.g. by an importing script): nothing to do
+    if "jax" in sys.modules:
+        raise RuntimeError("rljax.xla_flags.set_flags() must run before jax is imported")
+    if num_cpu_devices is not None:
+        flags = [f for f in flags if not f.startswith("--xla_force_host_platform_device_count")]
     flags += [f for f in wanted if f not in flags]
     os.environ["XLA_FLAGS"] = " ".join(flags)
