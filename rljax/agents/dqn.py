@@ -97,7 +97,8 @@ def validate(config: Config) -> None:
         raise ValueError(f"dqn.head={config.head!r} is unknown; valid: {', '.join(q_heads.HEADS)}")
     if config.eps_schedule not in EPS_SCHEDULES:
         raise ValueError(
-            f"dqn.eps_schedule={config.eps_schedule!r} is unknown; valid: {', '.join(EPS_SCHEDULES)}"
+            f"dqn.eps_schedule={config.eps_schedule!r} is unknown; "
+            f"valid: {', '.join(EPS_SCHEDULES)}"
         )
     if config.activation not in ACTIVATIONS:
         raise ValueError(
@@ -294,7 +295,7 @@ def _grad_step(config, env, state: State, key: jax.Array, learning: jax.Array):
     frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
     params = jax.tree.map(lambda p, u: p - state.hparams.lr * frac * u, state.params, updates)
     keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(learning, n, o), new, old)  # noqa: E731
-    metrics["grad_norm"] = optax.global_norm(grads)
+    metrics["grad_norm"] = optax.tree.norm(grads)
     return state._replace(
         params=keep(params, state.params), opt_state=keep(opt_state, state.opt_state)
     ), metrics  # noqa: E501
