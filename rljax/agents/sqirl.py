@@ -60,6 +60,8 @@ class Config:
     activation: str = "relu"
     eval_envs: int = 8  # greedy-evaluation environments
     eval_steps: int = 32  # greedy steps per update (not counted as training samples)
+    prefix_until: float = 0.5  # fraction of training by which greedy prefixes reach max_steps
+    # (0 = pure random exploration: every episode is random from its first step)
     num_updates: int = 1000  # total updates of the run (set by the trainer)
 
 
@@ -112,6 +114,10 @@ def validate(config: Config) -> None:
         raise ValueError(
             f"sqirl.v_max={config.v_max!r} is invalid; allowed: > v_min={config.v_min}"
         )
+    if not 0 <= config.prefix_until <= 1:
+        raise ValueError(
+            f"sqirl.prefix_until={config.prefix_until!r} is invalid; allowed: in [0, 1]"
+        )
 
 
 class State(NamedTuple):
@@ -120,7 +126,8 @@ class State(NamedTuple):
     params: dict  # leaves [k + 1, ...]: level j approximates Q_j
     opt_state: optax.OptState
     buffer: replay.Buffer
-    env: rollout_lib.RolloutState  # random exploration
+    env: rollout_lib.RolloutState  # exploration: a greedy prefix, then uniformly random
+    switch: jax.Array  # [num_envs] episode step at which each exploration env turns random
     eval_env: rollout_lib.RolloutState  # greedy evaluation
     key: jax.Array
     step: jax.Array
@@ -159,6 +166,7 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
         opt_state=optax.scale_by_adam().init(params),
         buffer=replay.init(example, config.buffer_size // config.num_envs),
         env=env_state,
+        switch=jnp.zeros((config.num_envs,), jnp.int32),
         eval_env=rollout_lib.rollout_init(env, eval_key, config.eval_envs),
         key=agent_key,
         step=jnp.zeros((), jnp.int32),
@@ -213,9 +221,11 @@ def loss_fn(
     y = targets(params, config, env, seq, hparams)
     a_t = seq.action[:, 0].astype(jnp.int32)
     out = _q_all(config, env, params, seq.obs[:, 0])  # [k + 1, N, A, D]
+    random_start = (seq.logp[:, 0] < 0).astype(jnp.float32)  # Q_0 is the random policy's
+    masks = jnp.concatenate([random_start[None], jnp.ones((config.k, a_t.shape[0]))], axis=0)
     per_level = jax.vmap(
-        lambda o, y_j: reduce.masked_mean(_regression_loss(config, hparams, o, a_t, y_j))
-    )(out, y)
+        lambda o, y_j, m: reduce.masked_mean(_regression_loss(config, hparams, o, a_t, y_j), m)
+    )(out, y, masks)
     metrics = {"loss/value": jnp.sum(per_level), "loss/level0": per_level[0]}
     metrics["loss/last_level"] = per_level[-1]
     return jnp.sum(per_level), metrics
@@ -235,20 +245,53 @@ def _grad_step(config, env, state: State, key: jax.Array):
     ), metrics  # noqa: E501
 
 
+def _explore_policy(config: Config, env: gymnax_env.Env, policy_params, obs, key):
+    """Greedy on Q_k where ``greedy [B]`` is set, uniformly random elsewhere.
+
+    ``logp`` records which: 0 for a greedy step, ``-log A`` for a random one (the level-0
+    Monte-Carlo target is only valid from random-policy states).
+    """
+    params, greedy = policy_params
+    random_action = jax.random.randint(key, (obs.shape[0],), 0, env.num_actions)
+    action = jnp.where(greedy, act(config, env, params, obs), random_action)
+    logp = jnp.where(greedy, 0.0, -jnp.log(float(env.num_actions)))
+    return action, logp, jnp.zeros((obs.shape[0],))
+
+
+def _explore(config: Config, env: gymnax_env.Env, state: State, key: jax.Array):
+    """``rollout_steps`` exploration steps: each episode follows the greedy policy for its first
+    ``switch`` steps, then acts uniformly at random; ``switch`` is redrawn at every episode end
+    uniformly from ``0..prefix_max``, with ``prefix_max`` growing linearly to ``max_steps`` by
+    ``prefix_until`` of training. This is SQIRL's (and GORP's) way of reaching deep states:
+    roll in with the policy learned so far, explore randomly from there.
+    """
+    progress = state.step / (config.prefix_until * config.num_updates + 1e-9)
+    prefix_max = jnp.minimum(progress, 1.0) * env.max_steps
+    policy_fn = lambda p, o, k: _explore_policy(config, env, p, o, k)  # noqa: E731
+
+    def _step(carry, step_key):
+        env_state, switch = carry
+        roll_key, switch_key = jax.random.split(step_key)
+        greedy = env_state.env.episode_length < switch
+        env_state, traj, stats = rollout_lib.rollout(
+            env, policy_fn, (state.params, greedy), roll_key, env_state, 1
+        )
+        draw = jax.random.uniform(switch_key, switch.shape) * (prefix_max + 1)
+        switch = jnp.where(stats.returned_episode[0], draw.astype(jnp.int32), switch)
+        return (env_state, switch), jax.tree.map(lambda x: x[0], traj)
+
+    keys = jax.random.split(key, config.rollout_steps)
+    (env_state, switch), traj = jax.lax.scan(_step, (state.env, state.switch), keys)
+    return state._replace(env=env_state, switch=switch), traj
+
+
 def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, dict[str, jax.Array]]:
     """Random exploration into the dataset, ``grad_steps`` of fitting, greedy evaluation."""
     key = jax.random.fold_in(state.key, state.step)
     explore_key, fit_key, eval_key = jax.random.split(key, 3)
 
-    def _random_policy(params, obs, k):
-        action = jax.random.randint(k, (obs.shape[0],), 0, env.num_actions)
-        logp = jnp.full((obs.shape[0],), -jnp.log(env.num_actions), jnp.float32)
-        return action, logp, jnp.zeros((obs.shape[0],))
-
-    env_state, traj, _ = rollout_lib.rollout(
-        env, _random_policy, None, explore_key, state.env, config.rollout_steps
-    )
-    state = state._replace(env=env_state, buffer=replay.add_rows(state.buffer, traj))
+    state, traj = _explore(config, env, state, explore_key)
+    state = state._replace(buffer=replay.add_rows(state.buffer, traj))
     keys = jax.random.split(fit_key, config.grad_steps)
     state, metrics = jax.lax.scan(lambda s, k: _grad_step(config, env, s, k), state, keys)
     metrics = jax.tree.map(jnp.mean, metrics)
