@@ -9,17 +9,25 @@ oracle, then acts greedily on ``Q_k``.
 
 This module is the deep, discounted variant on gymnax, with the data growing over training:
 
-* each ``update`` adds ``num_envs × rollout_steps`` uniformly random transitions to a replay
-  buffer (the dataset; it keeps everything up to ``buffer_size``);
+* each ``update`` adds ``num_envs × rollout_steps`` exploration transitions to a replay buffer
+  (the dataset; it keeps everything up to ``buffer_size``). An exploration episode follows the
+  greedy policy on ``Q_k`` for its first ``switch`` steps and acts uniformly at random after;
+  ``switch`` is drawn per episode from ``0..prefix_max`` and ``prefix_max`` grows linearly to
+  the episode limit by ``prefix_until`` of training (``prefix_until = 0``: purely random). This
+  is our reading of SQIRL/GORP's loop, which learns the policy one timestep at a time and
+  collects the rollouts for timestep i by following the policy learned for the earlier steps,
+  then exploring randomly; with a stationary policy, a growing random roll-in length plays
+  that role. Without it, random CartPole episodes (about 22 steps) never reach the states a
+  good policy visits after a few hundred steps;
 * level 0 regresses the random policy's ``mc_steps``-step return
-  ``Σ_{i<h} γ^i r_{t+i} + γ^h mean_a Q_0(s_{t+h}, a)`` (Monte-Carlo up to the episode end, which
-  for the random policy is on-policy, so no correction is needed);
-* levels ``j = 1..k`` regress ``r_t + γ (1 - terminated_t) max_a Q_{j-1}(s'_t, a)``;
+  ``Σ_{i<h} γ^i r_{t+i} + γ^h mean_a Q_0(s_{t+h}, a)`` from states where the random phase had
+  begun (Monte-Carlo up to the episode end, on-policy for the random policy);
+* levels ``j = 1..k`` regress ``r_t + γ (1 - terminated_t) max_a Q_{j-1}(s'_t, a)`` on all
+  transitions (fitted-Q iteration is off-policy);
 * all ``k + 1`` networks are trained together (stacked parameters, ``grad_steps`` per update),
   each level against the current, stopped, previous level;
 * the reported return is that of the greedy policy on ``Q_k`` in separate evaluation
-  environments (``eval_envs × eval_steps`` steps per update, not counted as training samples:
-  SQIRL's sample complexity is that of its random exploration).
+  environments (``eval_envs × eval_steps`` steps per update, not counted as samples).
 
 The regression oracle is an MLP with MSE, Huber, two-hot or HL-Gauss cross-entropy
 (``rljax.nets.q_heads``), as in "Stop Regressing".
