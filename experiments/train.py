@@ -19,12 +19,12 @@ import sys  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.agents import ppo  # noqa: E402
+from rljax.agents import dqn, ppo, sqirl  # noqa: E402
 from rljax.train import experiment  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
 # Agent name in the config -> (agent module, name of its config block).
-AGENTS = {"ppo": (ppo, "ppo")}
+AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (default runs/<agent>_<env>).")

@@ -1,0 +1,364 @@
+"""The DQN family: one agent, the value loss as a plug-in.
+
+DQN (Mnih et al. 2015) with a target network, Double DQN (van Hasselt et al. 2016), n-step
+returns (Hessel et al. 2018), ε-greedy exploration with a linear or exponential schedule, and
+the value heads of ``rljax.nets.q_heads``: scalar Q with MSE or Huber, two-hot or HL-Gauss
+cross-entropy ("Stop Regressing", Farebrother et al. 2024), C51 (Bellemare et al. 2017) and
+QR-DQN (Dabney et al. 2018). The head changes only ``_per_example_loss``; data collection,
+replay, target network and optimizer are shared.
+
+One ``update`` = ``rollout_steps`` batched steps of ``num_envs`` environments with the ε-greedy
+policy, written to the replay buffer, then ``grad_steps`` gradient steps on uniformly sampled
+(n-step) transitions and, every ``target_update_every`` env steps, a target-network update.
+With the defaults (10 envs, 1 step, 1 gradient step) that is the classic purejaxrl/CleanRL
+CartPole setup. Gradient steps before ``learning_starts`` env steps are computed and discarded
+(a select, not a branch, so seeds stay in lockstep under ``vmap``).
+"""
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax import replay
+from rljax.envs import gymnax_env
+from rljax.envs import rollouts as rollout_lib
+from rljax.losses import classification, distributional, reduce, value
+from rljax.nets import ACTIVATIONS, q_heads
+
+EPS_SCHEDULES = ("linear", "exponential")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Static DQN settings (shapes and switches). Sweepable numbers live in ``Hparams``."""
+
+    num_envs: int = 10  # parallel environments per agent
+    rollout_steps: int = 1  # batched env steps per update
+    grad_steps: int = 1  # gradient steps per update
+    buffer_size: int = 10_000  # replay capacity in transitions (a multiple of num_envs)
+    batch_size: int = 128  # sampled transitions per gradient step
+    learning_starts: int = 10_000  # env steps before gradient steps take effect
+    target_update_every: int = 500  # env steps between target updates
+    tau: float = 1.0  # target update rate: 1 = copy, < 1 = Polyak averaging
+    head: str = "mse"  # one of rljax.nets.q_heads.HEADS
+    num_bins: int = 51  # atoms of the categorical heads / quantiles of QR
+    v_min: float = 0.0  # support of the categorical heads
+    v_max: float = 100.0
+    double: bool = False  # Double DQN: the online network selects the bootstrap action
+    n_step: int = 1  # n-step returns
+    huber_delta: float = 1.0  # Huber threshold (head "huber"; κ of QR)
+    eps_schedule: str = "linear"  # linear | exponential decay of ε over eps_decay_steps
+    hidden: tuple[int, ...] = (120, 84)  # MLP widths
+    activation: str = "relu"  # one of rljax.nets.ACTIVATIONS
+    max_grad_norm: float = 0.0  # global-norm clipping; 0 = off
+    anneal_lr: bool = False  # linear decay of the learning rate to 0 over num_updates
+    num_updates: int = 50_000  # total updates of the run (set by the trainer)
+
+
+class Hparams(NamedTuple):
+    """Hyperparameters that change no shape: array leaves, so a grid of them can be vmapped."""
+
+    lr: jax.Array  # Adam step size
+    gamma: jax.Array  # discount γ
+    eps_start: jax.Array  # ε at env step 0
+    eps_end: jax.Array  # final ε
+    eps_decay_steps: jax.Array  # env steps of the decay (linear: to eps_end; exp.: time constant)
+    hl_sigma: jax.Array  # HL-Gauss σ in bin widths (Stop Regressing recommends 0.75)
+    reward_noise: jax.Array  # std of Gaussian noise added to sampled rewards (0 = off)
+
+
+HPARAM_RULES = {
+    "lr": (lambda v: v > 0, "> 0"),
+    "gamma": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "eps_start": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "eps_end": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "eps_decay_steps": (lambda v: v > 0, "> 0"),
+    "hl_sigma": (lambda v: v > 0, "> 0"),
+    "reward_noise": (lambda v: v >= 0, ">= 0"),
+}
+
+
+def env_steps_per_update(config: Config) -> int:
+    """Environment steps one agent takes per ``update``."""
+    return config.num_envs * config.rollout_steps
+
+
+def validate(config: Config) -> None:
+    """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
+    for field in ("num_envs", "rollout_steps", "grad_steps", "buffer_size", "batch_size",
+                  "target_update_every", "num_bins", "n_step", "num_updates"):  # fmt: skip
+        number = getattr(config, field)
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ValueError(f"dqn.{field}={number!r} is invalid; allowed: an integer >= 1")
+    if config.head not in q_heads.HEADS:
+        raise ValueError(f"dqn.head={config.head!r} is unknown; valid: {', '.join(q_heads.HEADS)}")
+    if config.eps_schedule not in EPS_SCHEDULES:
+        raise ValueError(
+            f"dqn.eps_schedule={config.eps_schedule!r} is unknown; "
+            f"valid: {', '.join(EPS_SCHEDULES)}"
+        )
+    if config.activation not in ACTIVATIONS:
+        raise ValueError(
+            f"dqn.activation={config.activation!r} is unknown; valid: {', '.join(ACTIVATIONS)}"
+        )
+    if not config.hidden or any(int(h) < 1 for h in config.hidden):
+        raise ValueError(f"dqn.hidden={config.hidden!r} is invalid; allowed: positive widths")
+    if config.buffer_size % config.num_envs:
+        raise ValueError(
+            f"dqn.buffer_size={config.buffer_size} is invalid; allowed: a multiple of "
+            f"num_envs={config.num_envs}"
+        )
+    if config.buffer_size // config.num_envs <= config.n_step:
+        raise ValueError(
+            f"dqn.buffer_size={config.buffer_size} is too small; allowed: > n_step * num_envs "
+            f"= {config.n_step * config.num_envs}"
+        )
+    need = max(config.batch_size, config.n_step * config.num_envs)
+    if not isinstance(config.learning_starts, int) or config.learning_starts < need:
+        raise ValueError(
+            f"dqn.learning_starts={config.learning_starts!r} is invalid; allowed: an integer >= "
+            f"max(batch_size, n_step * num_envs) = {need}, so the first sample has enough data"
+        )
+    if config.target_update_every % env_steps_per_update(config):
+        raise ValueError(
+            f"dqn.target_update_every={config.target_update_every} is invalid; allowed: a "
+            f"multiple of num_envs*rollout_steps={env_steps_per_update(config)}"
+        )
+    if not 0 < config.tau <= 1:
+        raise ValueError(f"dqn.tau={config.tau!r} is invalid; allowed: in (0, 1]")
+    if not config.v_max > config.v_min:
+        raise ValueError(f"dqn.v_max={config.v_max!r} is invalid; allowed: > v_min={config.v_min}")
+    if config.huber_delta <= 0:
+        raise ValueError(f"dqn.huber_delta={config.huber_delta!r} is invalid; allowed: > 0")
+    if config.max_grad_norm < 0:
+        raise ValueError(f"dqn.max_grad_norm={config.max_grad_norm!r} is invalid; allowed: >= 0")
+
+
+class State(NamedTuple):
+    """One DQN agent: networks, optimizer, replay, environments and its own key."""
+
+    params: dict
+    target_params: dict
+    opt_state: optax.OptState
+    buffer: replay.Buffer
+    env: rollout_lib.RolloutState
+    key: jax.Array  # fixed per agent; per-update keys are fold_in(key, step)
+    step: jax.Array  # updates done (int32)
+    hparams: Hparams
+
+
+def network(config: Config, env: gymnax_env.Env) -> q_heads.QNetwork:
+    """The Q-network for ``env`` with ``config.head``'s output size."""
+    dim = q_heads.head_dim(config.head, config.num_bins)
+    return q_heads.QNetwork(env.num_actions, dim, config.hidden, config.activation)
+
+
+def support(config: Config) -> jax.Array:
+    """Atoms of the categorical heads ``[N]``."""
+    return q_heads.support(config.v_min, config.v_max, config.num_bins)
+
+
+def optimizer(config: Config) -> optax.GradientTransformation:
+    """Adam's scaling (optionally after clipping); the swept step size is applied in ``update``."""
+    adam = optax.scale_by_adam()
+    if config.max_grad_norm > 0:
+        return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adam)
+    return adam
+
+
+def epsilon(config: Config, hparams: Hparams, env_steps: jax.Array) -> jax.Array:
+    """ε after ``env_steps``: linear to ``eps_end`` or exponential with time constant."""
+    t = env_steps.astype(jnp.float32)
+    if config.eps_schedule == "linear":
+        frac = jnp.clip(t / hparams.eps_decay_steps, 0.0, 1.0)
+        return hparams.eps_start + frac * (hparams.eps_end - hparams.eps_start)
+    decay = jnp.exp(-t / hparams.eps_decay_steps)
+    return hparams.eps_end + (hparams.eps_start - hparams.eps_end) * decay
+
+
+def _example_row(config: Config, env: gymnax_env.Env, env_state) -> jax.ShapeDtypeStruct:
+    """Shapes and dtypes of one stored row (a ``Transition`` ``[B, ...]``), traced, not run."""
+    fake_policy = lambda p, o, k: (jnp.zeros(o.shape[0], jnp.int32),) + (jnp.zeros(o.shape[0]),) * 2  # noqa: E501, E731
+    run = lambda: rollout_lib.rollout(env, fake_policy, None, jax.random.PRNGKey(0), env_state, 1)  # noqa: E731
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), jax.eval_shape(run)[1]
+    )
+
+
+def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) -> State:
+    """Initializes one agent: network and target copy, optimizer, empty replay, reset envs."""
+    net_key, env_key, agent_key = jax.random.split(key, 3)
+    params = network(config, env).init(net_key, jnp.zeros((1, *env.obs_shape), jnp.float32))
+    env_state = rollout_lib.rollout_init(env, env_key, config.num_envs)
+    buffer = replay.init(
+        _example_row(config, env, env_state), config.buffer_size // config.num_envs
+    )
+    return State(
+        params=params,
+        target_params=params,
+        opt_state=optimizer(config).init(params),
+        buffer=buffer,
+        env=env_state,
+        key=agent_key,
+        step=jnp.zeros((), jnp.int32),
+        hparams=Hparams(*(jnp.asarray(h, jnp.float32) for h in hparams)),
+    )
+
+
+def act(
+    config: Config, env: gymnax_env.Env, params, obs: jax.Array, key: jax.Array, eps: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """ε-greedy actions for observations ``[B, ...]``.
+
+    Returns:
+      ``(action [B] int32, greedy value max_a Q(s, a) [B])``.
+    """
+    q = q_heads.q_values(config.head, network(config, env).apply(params, obs), support(config))
+    explore_key, random_key = jax.random.split(key)
+    greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
+    random_action = jax.random.randint(random_key, greedy.shape, 0, env.num_actions)
+    explore = jax.random.uniform(explore_key, greedy.shape) < eps
+    return jnp.where(explore, random_action, greedy), jnp.max(q, axis=-1)
+
+
+def _per_example_loss(config: Config, hparams: Hparams, out_t, a_t, r_t, discount_t, out_tp1,
+                      a_tp1, q_tp1) -> jax.Array:  # fmt: skip
+    """The head's loss per transition ``[N]``; ``a_tp1`` is the bootstrap action."""
+    z = support(config)
+    take = lambda x, a: jnp.take_along_axis(x, a[:, None, None], axis=1)[:, 0]  # noqa: E731
+    if config.head in ("c51", "qr"):
+        if config.head == "c51":
+            probs_tp1 = jax.nn.softmax(take(out_tp1, a_tp1), axis=-1)
+            target = distributional.categorical_td_target(r_t, discount_t, probs_tp1, z)
+            return classification.cross_entropy(take(out_t, a_t), target)
+        target = r_t[:, None] + discount_t[:, None] * take(out_tp1, a_tp1)
+        return distributional.quantile_huber(
+            take(out_t, a_t), jax.lax.stop_gradient(target), kappa=config.huber_delta
+        )
+    # Scalar target y = r + discount · Q_target(s', a_tp1) for MSE, Huber and the CE heads.
+    q_sel = jnp.take_along_axis(q_tp1, a_tp1[:, None], axis=-1)[:, 0]
+    y_t = jax.lax.stop_gradient(r_t + discount_t * q_sel)
+    if config.head in ("mse", "huber"):
+        td = value.q_td_error(out_t[..., 0], a_t, y_t)
+        return value.l2(td) if config.head == "mse" else value.huber(td, delta=config.huber_delta)
+    if config.head == "two_hot":
+        target = classification.two_hot(y_t, z)
+    else:
+        bin_width = (config.v_max - config.v_min) / (config.num_bins - 1)
+        target = classification.hl_gauss(y_t, z, sigma=hparams.hl_sigma * bin_width)
+    return classification.cross_entropy(take(out_t, a_t), target)
+
+
+def loss_fn(
+    params, target_params, config: Config, env: gymnax_env.Env, batch: replay.NStep,
+    hparams: Hparams,
+) -> tuple[jax.Array, dict[str, jax.Array]]:  # fmt: skip
+    """Mean head loss over a batch of (n-step) transitions ``[N, ...]``.
+
+    The bootstrap action is ``argmax_a Q_target(s', a)`` (DQN) or ``argmax_a Q_online(s', a)``
+    (Double DQN); the target network evaluates it.
+    """
+    net = network(config, env)
+    z = support(config)
+    out_t = net.apply(params, batch.obs)
+    out_tp1 = jax.lax.stop_gradient(net.apply(target_params, batch.next_obs))
+    q_tp1 = q_heads.q_values(config.head, out_tp1, z)
+    if config.double:
+        q_select = q_heads.q_values(config.head, net.apply(params, batch.next_obs), z)
+        a_tp1 = jnp.argmax(jax.lax.stop_gradient(q_select), axis=-1)
+    else:
+        a_tp1 = jnp.argmax(q_tp1, axis=-1)
+    a_t = batch.action.astype(jnp.int32)
+    per_example = _per_example_loss(
+        config, hparams, out_t, a_t, batch.reward, batch.discount, out_tp1, a_tp1, q_tp1
+    )
+    loss = reduce.masked_mean(per_example)
+    q_t = jnp.take_along_axis(q_heads.q_values(config.head, out_t, z), a_t[:, None], axis=-1)
+    return loss, {"loss/value": loss, "q/taken": reduce.masked_mean(q_t)}
+
+
+def _grad_step(config, env, state: State, key: jax.Array, learning: jax.Array):
+    seq = replay.sample_sequences(state.buffer, key, config.batch_size, config.n_step)
+    batch = replay.n_step_transition(seq, state.hparams.gamma)
+    noise = state.hparams.reward_noise * jax.random.normal(
+        jax.random.fold_in(key, 1), batch.reward.shape
+    )  # noqa: E501
+    batch = batch._replace(reward=batch.reward + noise)
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+    (_, metrics), grads = grad_fn(
+        state.params, state.target_params, config, env, batch, state.hparams
+    )
+    updates, opt_state = optimizer(config).update(grads, state.opt_state, state.params)
+    frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
+    params = jax.tree.map(lambda p, u: p - state.hparams.lr * frac * u, state.params, updates)
+    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(learning, n, o), new, old)  # noqa: E731
+    metrics["grad_norm"] = optax.tree.norm(grads)
+    return state._replace(
+        params=keep(params, state.params), opt_state=keep(opt_state, state.opt_state)
+    ), metrics  # noqa: E501
+
+
+def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, dict[str, jax.Array]]:
+    """One update: act and store, then gradient step(s) and the periodic target update.
+
+    Returns:
+      The new state and a flat dict of scalar metrics.
+    """
+    key = jax.random.fold_in(state.key, state.step)
+    rollout_key, grad_key = jax.random.split(key)
+    env_steps = state.step * env_steps_per_update(config)
+    eps = epsilon(config, state.hparams, env_steps)
+
+    def _policy(params, obs, k):
+        action, q_max = act(config, env, params, obs, k, eps)
+        return action, jnp.zeros_like(q_max), q_max
+
+    env_state, traj, stats = rollout_lib.rollout(
+        env, _policy, state.params, rollout_key, state.env, config.rollout_steps
+    )
+    buffer = replay.add_rows(state.buffer, traj)
+    state = state._replace(env=env_state, buffer=buffer)
+    env_steps = env_steps + env_steps_per_update(config)
+    learning = env_steps >= config.learning_starts
+    if config.grad_steps == 1:
+        state, metrics = _grad_step(config, env, state, grad_key, learning)
+    else:
+        keys = jax.random.split(grad_key, config.grad_steps)
+        state, metrics = jax.lax.scan(
+            lambda s, k: _grad_step(config, env, s, k, learning), state, keys
+        )
+        metrics = jax.tree.map(jnp.mean, metrics)
+    copy = env_steps % config.target_update_every == 0
+    target = state.params
+    if config.tau < 1:
+        target = optax.incremental_update(state.params, state.target_params, config.tau)
+    target = jax.tree.map(lambda t, o: jnp.where(copy, t, o), target, state.target_params)
+    metrics.update(rollout_lib.episode_summary(stats))
+    metrics["epsilon"] = eps
+    return state._replace(target_params=target, step=state.step + 1), metrics
+
+
+def train_chunk(
+    config: Config, env: gymnax_env.Env, state: State, num_updates: int
+) -> tuple[State, dict[str, jax.Array]]:
+    """``num_updates`` consecutive updates of one agent as a ``lax.scan``; metrics ``[n]``."""
+    return jax.lax.scan(lambda s, _: update(config, env, s), state, None, length=num_updates)
+
+
+def evaluate_policy(
+    config: Config, env: gymnax_env.Env, params, key: jax.Array, num_envs: int, num_steps: int,
+    eps: float = 0.0,
+) -> dict[str, jax.Array]:  # fmt: skip
+    """Rolls out the ε-greedy policy (greedy by default) in fresh environments; episode stats."""
+    reset_key, run_key = jax.random.split(key)
+    fresh = rollout_lib.rollout_init(env, reset_key, num_envs)
+
+    def _policy(p, obs, k):
+        action, q_max = act(config, env, p, obs, k, jnp.asarray(eps))
+        return action, jnp.zeros_like(q_max), q_max
+
+    _, _, stats = rollout_lib.rollout(env, _policy, params, run_key, fresh, num_steps)
+    return rollout_lib.episode_summary(stats)
