@@ -4,6 +4,7 @@
 agents per device pair, each agent's environments split over the pair).
 """
 
+import re
 import types
 
 import chex
@@ -60,12 +61,13 @@ def _train(mesh_config, rules, num_chunks=2):
     for _ in range(num_chunks):
         states, m = chunk_fn(states)
         metrics.append(jax.device_get(m))
-    return states, metrics
+    return states, metrics, chunk_fn
 
 
 @pytest.fixture(scope="module")
 def reference():
-    return _train(None, None)
+    states, metrics, _ = _train(None, None)
+    return states, metrics
 
 
 def _assert_close(states, metrics, reference):
@@ -83,7 +85,11 @@ def _assert_close(states, metrics, reference):
 @pytest.mark.timeout(240)
 def test_seeds_sharded_ppo_matches_single_device(reference):
     cfg = mesh_lib.MeshConfig((8,), ("seeds",))
-    states, metrics = _train(cfg, population.SEEDS)
+    states, metrics, chunk_fn = _train(cfg, population.SEEDS)
+    # Agents never talk to each other: the only collectives gather the [A=8, 1] metrics.
+    hlo = chunk_fn.lower(states).compile().as_text()
+    assert not re.search(r"all-reduce\(|all-to-all\(|collective-permute\(", hlo)
+    assert set(re.findall(r"= (\S+) all-gather\(", hlo)) == {"f32[8,1]{1,0}"}
     kernel = states.params["params"]["MLP_0"]["Dense_0"]["kernel"]
     assert kernel.sharding.spec == P("seeds")
     assert {s.data.shape[0] for s in kernel.addressable_shards} == {1}  # one agent per device
@@ -93,7 +99,7 @@ def test_seeds_sharded_ppo_matches_single_device(reference):
 @pytest.mark.timeout(240)
 def test_seeds_and_envs_sharded_ppo_matches_single_device(reference):
     cfg = mesh_lib.MeshConfig((4, 2), ("seeds", "data"))
-    states, metrics = _train(cfg, population.SEEDS_AND_ENVS)
+    states, metrics, _ = _train(cfg, population.SEEDS_AND_ENVS)
     obs = states.env.env.obs  # [A=8, B=4, 4]
     assert obs.sharding.spec == P("seeds", "data")
     assert {s.data.shape[:2] for s in obs.addressable_shards} == {(2, 2)}
