@@ -81,17 +81,28 @@ def chunk_size(total: int, requested: int) -> int:
 
 
 def init_population(
-    agent, agent_config, env, run: RunConfig, points: list[dict], shardings=None, *, abstract=False
+    agent,
+    agent_config,
+    env,
+    run: RunConfig,
+    points: list[dict],
+    shardings=None,
+    *,
+    abstract: bool = False,
+    rows: slice | None = None,
 ):
     """Initial states of all ``G × S`` agents, stacked on a leading axis (grid-major).
 
-    ``shardings`` (optional) places the states on a mesh as they are created; ``abstract=True``
-    returns only their shapes and dtypes (``jax.ShapeDtypeStruct``s), computing nothing.
+    Optional: ``shardings`` places the states on a mesh as they are created; ``abstract=True``
+    returns only their shapes and dtypes (``jax.ShapeDtypeStruct``s), computing nothing; ``rows``
+    creates only the agents ``rows`` of the population (a process's share on several hosts).
     """
     hp = sweep.stack(points, run.num_seeds)
     hparams = agent.Hparams(**{k: hp[k] for k in agent.Hparams._fields})
     base = jax.random.PRNGKey(run.seed)
     keys = jax.vmap(lambda a: jax.random.fold_in(base, a))(np.arange(len(points) * run.num_seeds))
+    if rows is not None:
+        keys, hparams = keys[rows], jax.tree.map(lambda h: h[rows], hparams)
     init = jax.vmap(functools.partial(agent.init, agent_config, env))
     if abstract:
         return jax.eval_shape(init, keys, hparams)
