@@ -12,6 +12,7 @@ from rljax import xla_flags
 xla_flags.set_flags()
 
 import dataclasses  # noqa: E402
+import importlib.util  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
@@ -58,17 +59,48 @@ def to_dataclasses(config):
     return module, agent_config, run_config
 
 
+def _unknown_override(argv: list[str]) -> str | None:
+    """Names the first ``--config.a.b=`` override that the config file does not define.
+
+    ml_collections would only raise a bare ``AttributeError`` deep in flag parsing.
+    """
+    specs = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    if not specs:
+        return None
+    spec = specs[-1]
+    path, _, arg = spec.partition(":")
+    module_spec = importlib.util.spec_from_file_location("_config_file", path)
+    config_module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(config_module)
+    base = config_module.get_config(arg or None)
+    for flag in argv:
+        if not flag.startswith("--config."):
+            continue
+        node = base
+        keys = flag[len("--config.") :].split("=", 1)[0].split(".")
+        for depth, key in enumerate(keys):
+            if not hasattr(node, "keys") or key not in node:
+                where = ".".join(keys[:depth]) or "the top level"
+                valid = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a leaf)"
+                return f"--config.{'.'.join(keys)}: unknown key {key!r} at {where}; valid: {valid}"
+            node = node[key]
+    return None
+
+
 def main(argv):
-    del argv
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    del argv
+    config = _CONFIG.value
     try:
-        module, agent_config, run_config = to_dataclasses(_CONFIG.value)
+        module, agent_config, run_config = to_dataclasses(config)
         _, summary = experiment.run(module, agent_config, run_config)
     except (ValueError, NonFiniteLossError) as e:
         sys.exit(f"error: {e}")
-    print(summary.line(f"{_CONFIG.value.agent} {run_config.env_name}"))
+    print(summary.line(f"{config.agent} {run_config.env_name}"))
     print(f"outputs: {run_config.workdir}/(metrics.jsonl, metrics.csv, curves.png, checkpoints/)")
 
 
 if __name__ == "__main__":
+    if (problem := _unknown_override(sys.argv)) is not None:
+        sys.exit(f"error: {problem}")
     app.run(main)

@@ -211,7 +211,7 @@ def _sgd_step(config, env, state: State, batch: Batch, lr: jax.Array):
     (_, metrics), grads = grad_fn(state.params, config, env, batch, state.hparams)
     updates, opt_state = optimizer(config).update(grads, state.opt_state, state.params)
     params = jax.tree.map(lambda p, u: p - lr * u, state.params, updates)
-    metrics["grad_norm"] = optax.global_norm(grads)
+    metrics["grad_norm"] = optax.tree.norm(grads)
     return state._replace(params=params, opt_state=opt_state), metrics
 
 

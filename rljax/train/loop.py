@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from rljax.train import checkpoints, plots, sweep
 from rljax.train.metrics import MetricsWriter
