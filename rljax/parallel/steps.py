@@ -33,13 +33,13 @@ LM_FSDP: sharding.Rules = (
 # rljax.lm.model: qkv [D, 3, H, Dh], out [H, Dh, D], mlp_in [D, F], mlp_out [F, D],
 # embedding [V, D], head [D, V]. Needs H and F divisible by the ``tensor`` size.
 LM_FSDP_TENSOR: sharding.Rules = (
-    (r"qkv/kernel$", ("fsdp", None, "tensor", None)),
-    (r"out/kernel$", ("tensor", None, "fsdp")),
-    (r"mlp_in/kernel$", ("fsdp", "tensor")),
-    (r"mlp_in/bias$", ("tensor",)),
-    (r"mlp_out/kernel$", ("tensor", "fsdp")),
-    (r"embedding$", (None, "fsdp")),
-    (r"head/kernel$", ("fsdp", None)),
+    (r"(^|/)qkv/kernel$", ("fsdp", None, "tensor", None)),
+    (r"(^|/)out/kernel$", ("tensor", None, "fsdp")),
+    (r"(^|/)mlp_in/kernel$", ("fsdp", "tensor")),
+    (r"(^|/)mlp_in/bias$", ("tensor",)),
+    (r"(^|/)mlp_out/kernel$", ("tensor", "fsdp")),
+    (r"(^|/)embedding$", (None, "fsdp")),
+    (r"(^|/)head/kernel$", ("fsdp", None)),
     (r".*", ()),
 )
 
