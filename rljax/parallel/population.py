@@ -29,6 +29,16 @@ SEEDS_AND_ENVS: sharding.Rules = (
 )
 
 
+# DQN-style agents with a replay buffer (``State.buffer``, ``rljax.replay.Buffer`` with data
+# leaves ``[A, C, B, ...]``): the buffer's environment axis B is split like the environments, so
+# each device stores the transitions of its own environments.
+SEEDS_ENVS_AND_REPLAY: sharding.Rules = (
+    (r"^env/env/", ("seeds", "data")),
+    (r"^buffer/data/", ("seeds", None, "data")),
+    (".*", ("seeds",)),
+)
+
+
 def shardings(mesh: jax.sharding.Mesh, states: Any, rules: sharding.Rules) -> tuple[Any, Any]:
     """Shardings of a population's states and of the chunk's metrics.
 
