@@ -153,29 +153,74 @@ def kl_in_loss(loss: jax.Array, kl: jax.Array, *, beta: float | jax.Array) -> ja
 
 
 def reverse_kl_generator(log_u: jax.Array) -> jax.Array:
-    """``f(u) = u log u``: ``D_f(π‖π_ref) = KL(π‖π_ref)`` (mode-seeking). Takes ``log u``."""
+    """Reverse KL generator ``f(u) = u log u``: ``D_f(π‖π_ref) = KL(π‖π_ref)`` (mode-seeking).
+
+    Li et al. 2025, "The Choice of Divergence" (DPH-RL); f-divergences: Csiszár 1967.
+
+    Args:
+      log_u: log density ratio ``log(π/π_ref)`` ``[...]`` (log space for stability).
+
+    Returns:
+      ``f(u)`` ``[...]``.
+    """
     return jnp.exp(log_u) * log_u
 
 
 def forward_kl_generator(log_u: jax.Array) -> jax.Array:
-    """``f(u) = -log u``: ``D_f(π‖π_ref) = KL(π_ref‖π)`` (mass-covering). Takes ``log u``."""
+    """Forward KL generator ``f(u) = -log u``: ``D_f(π‖π_ref) = KL(π_ref‖π)`` (mass-covering).
+
+    Li et al. 2025, "The Choice of Divergence" (DPH-RL); f-divergences: Csiszár 1967.
+
+    Args:
+      log_u: log density ratio ``log(π/π_ref)`` ``[...]`` (log space for stability).
+
+    Returns:
+      ``f(u)`` ``[...]``.
+    """
     return -log_u
 
 
 def js_generator(log_u: jax.Array) -> jax.Array:
-    """``f(u) = ½ [u log u - (1 + u) log((1 + u)/2)]``: Jensen-Shannon. Takes ``log u``."""
+    """Jensen-Shannon generator ``f(u) = ½ [u log u - (1 + u) log((1 + u)/2)]`` (mass-covering).
+
+    Li et al. 2025, "The Choice of Divergence" (DPH-RL); f-divergences: Csiszár 1967.
+
+    Args:
+      log_u: log density ratio ``log(π/π_ref)`` ``[...]`` (log space for stability).
+
+    Returns:
+      ``f(u)`` ``[...]``.
+    """
     u = jnp.exp(log_u)
     log_mid = jnp.logaddexp(log_u, 0.0) - jnp.log(2.0)
     return 0.5 * (u * log_u - (1.0 + u) * log_mid)
 
 
 def total_variation_generator(log_u: jax.Array) -> jax.Array:
-    """``f(u) = ½ |u - 1|``: total variation distance. Takes ``log u``."""
+    """Total variation generator ``f(u) = ½ |u - 1|``.
+
+    Li et al. 2025, "The Choice of Divergence" (DPH-RL); f-divergences: Csiszár 1967.
+
+    Args:
+      log_u: log density ratio ``log(π/π_ref)`` ``[...]`` (log space for stability).
+
+    Returns:
+      ``f(u)`` ``[...]``.
+    """
     return 0.5 * jnp.abs(jnp.expm1(log_u))
 
 
 def chi2_generator(log_u: jax.Array) -> jax.Array:
-    """``f(u) = (u - 1)²``: Pearson χ². Takes ``log u``."""
+    """Pearson χ² generator ``f(u) = (u - 1)²``.
+
+    Li et al. 2025, "The Choice of Divergence" (DPH-RL); f-divergences: Csiszár 1967.
+
+    Args:
+      log_u: log density ratio ``log(π/π_ref)`` ``[...]`` (log space for stability).
+
+    Returns:
+      ``f(u)`` ``[...]``.
+    """
     return jnp.square(jnp.expm1(log_u))
 
 

@@ -4,7 +4,6 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.test_util import check_grads
 
 from rljax.losses import policy_gradient as pg
 from rljax.losses import reduce
@@ -12,46 +11,41 @@ from rljax.losses import reduce
 LOG15, LOG05, LOG5 = np.log(1.5), np.log(0.5), np.log(5.0)
 
 
-def _val_grad(fn, logp, adv, **kw):
-    f = lambda lp: fn(lp, jnp.zeros_like(lp), adv, **kw).sum()
-    return float(f(logp)), np.asarray(jax.grad(f)(logp))
+def _val_grad(fn, log_ratio, adv, **kw):
+    """Per-element values and d/dlogp of an elementwise loss at ``old_logp = 0``."""
+    lr, a = jnp.asarray(log_ratio, jnp.float32), jnp.asarray(adv, jnp.float32)
+    f = lambda x: fn(x, jnp.zeros_like(x), a, **kw)
+    return np.asarray(f(lr)), np.asarray(jax.grad(lambda x: f(x).sum())(lr))
 
 
 def test_ppo_clip_by_hand():
-    cases = [  # (log ratio, A, loss, d loss / d logp)
-        (LOG15, 2.0, -2.4, 0.0),  # clipped above: 1.2 * 2
-        (LOG15, -2.0, 3.0, 3.0),  # pessimistic unclipped: -ρA, gradient -ρA
-        (LOG05, -2.0, 1.6, 0.0),  # clipped below: 0.8 * -2
-        (LOG05, 2.0, -1.0, -1.0),  # unclipped
-    ]
-    for lr, a, want, want_g in cases:
-        v, g = _val_grad(pg.ppo_clip, jnp.array([lr]), jnp.array([a]), eps_low=0.2, eps_high=0.2)
-        np.testing.assert_allclose([v, g[0]], [want, want_g], rtol=1e-5, atol=1e-6)
-
-
-def test_dapo_clip_higher_is_asymmetric():
-    v, _ = _val_grad(pg.ppo_clip, jnp.array([LOG15]), jnp.array([2.0]), eps_low=0.2, eps_high=0.28)
-    np.testing.assert_allclose(v, -2.56, rtol=1e-5)
-    v, _ = _val_grad(pg.ppo_clip, jnp.array([LOG05]), jnp.array([-2.0]), eps_low=0.2, eps_high=0.28)
-    np.testing.assert_allclose(v, 1.6, rtol=1e-5)
+    cases = np.array(  # (log ratio, A, loss, d loss / d logp)
+        [
+            (LOG15, 2.0, -2.4, 0.0),  # clipped above: 1.2 * 2
+            (LOG15, -2.0, 3.0, 3.0),  # pessimistic unclipped: -ρA, gradient -ρA
+            (LOG05, -2.0, 1.6, 0.0),  # clipped below: 0.8 * -2
+            (LOG05, 2.0, -1.0, -1.0),  # unclipped
+        ]
+    )
+    v, g = _val_grad(pg.ppo_clip, cases[:, 0], cases[:, 1], eps_low=0.2, eps_high=0.2)
+    np.testing.assert_allclose(v, cases[:, 2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g, cases[:, 3], rtol=1e-5, atol=1e-6)
+    # DAPO clip-higher: only the upper bound moves.
+    v, _ = _val_grad(pg.ppo_clip, [LOG15, LOG05], [2.0, -2.0], eps_low=0.2, eps_high=0.28)
+    np.testing.assert_allclose(v, [-2.56, 1.6], rtol=1e-5)
 
 
 def test_dual_clip_by_hand():
-    kw = dict(eps_low=0.2, eps_high=0.2, dual_clip=3.0)
-    v, g = _val_grad(pg.ppo_dual_clip, jnp.array([LOG5]), jnp.array([-1.0]), **kw)
-    np.testing.assert_allclose([v, g[0]], [3.0, 0.0], atol=1e-6)  # PPO would give 5, gradient 5
-    v_ppo, _ = _val_grad(
-        pg.ppo_clip, jnp.array([LOG5]), jnp.array([-1.0]), eps_low=0.2, eps_high=0.2
-    )
-    np.testing.assert_allclose(v_ppo, 5.0, rtol=1e-6)
+    kw = dict(eps_low=0.2, eps_high=0.2)
+    lr = [LOG5, LOG15, LOG5, LOG05]
+    adv = [-1.0, -1.0, 1.0, 2.0]
+    v, g = _val_grad(pg.ppo_dual_clip, lr, adv, **kw, dual_clip=3.0)
+    v_ppo, g_ppo = _val_grad(pg.ppo_clip, lr, adv, **kw)
+    # ρ = 5, A = -1: PPO gives loss 5 with gradient 5; dual clip floors it at 3 with gradient 0.
+    np.testing.assert_allclose([v[0], g[0], v_ppo[0], g_ppo[0]], [3.0, 0.0, 5.0, 5.0], rtol=1e-5)
     # Below the floor, and for A > 0, dual clip equals PPO clip.
-    for lr, a in [(LOG15, -1.0), (LOG5, 1.0), (LOG05, 2.0)]:
-        x, adv = jnp.array([lr]), jnp.array([a])
-        np.testing.assert_allclose(
-            _val_grad(pg.ppo_dual_clip, x, adv, **kw)[0],
-            _val_grad(pg.ppo_clip, x, adv, eps_low=0.2, eps_high=0.2)[0],
-            rtol=1e-6,
-        )
+    np.testing.assert_allclose(v[1:], v_ppo[1:], rtol=1e-6)
+    np.testing.assert_allclose(g[1:], g_ppo[1:], rtol=1e-6)
 
 
 def test_reinforce_and_cispo_by_hand():
@@ -120,26 +114,24 @@ def test_entropies_closed_form():
     np.testing.assert_allclose(pg.gaussian_entropy(log_std), want, rtol=1e-6)
 
 
-def test_gradient_checks():
-    with jax.enable_x64(True):
-        lp = jnp.array([-0.5, -1.0, -2.0, -0.7])
-        old = jnp.array([-0.4, -1.3, -1.0, -0.7])  # ratios away from the clip kinks
-        adv = jnp.array([1.0, -2.0, 0.5, -1.0])
-        kw = dict(eps_low=0.2, eps_high=0.28)
-        check_grads(lambda x: pg.ppo_clip(x, old, adv, **kw), [lp], order=1)
-        check_grads(lambda x: pg.ppo_dual_clip(x, old, adv, **kw, dual_clip=3.0), [lp], order=1)
-        # CISPO stops the gradient through its IS weight, so finite differences of its value do
-        # not apply; its gradient must be exactly -clip(ρ) A.
-        w = jnp.clip(jnp.exp(lp - old), 0.8, 1.28)
-        g = jax.grad(lambda x: pg.cispo(x, old, adv, **kw).sum())(lp)
-        np.testing.assert_allclose(g, -w * adv, rtol=1e-12)
-        check_grads(lambda x: pg.reinforce(x, adv), [lp], order=2)
-        check_grads(pg.categorical_entropy, [jnp.array([0.3, -1.0, 2.0])], order=2)
-        logp, old2, adv2, mask, _ = _lm_batch()
-        f = lambda x: pg.gspo(
-            x, old2.astype(jnp.float64), adv2.astype(jnp.float64), mask, eps_low=0.2, eps_high=0.2
-        )
-        check_grads(f, [logp.astype(jnp.float64)], order=1)
+def test_gradient_checks(grad_check):
+    lp = np.array([-0.5, -1.0, -2.0, -0.7])
+    old = np.array([-0.4, -1.3, -1.0, -0.7])  # ratios away from the clip kinks
+    adv = np.array([1.0, -2.0, 0.5, -1.0])
+    kw = dict(eps_low=0.2, eps_high=0.28)
+    grad_check(lambda x: pg.ppo_clip(x, old, adv, **kw), [lp])
+    grad_check(lambda x: pg.ppo_dual_clip(x, old, adv, **kw, dual_clip=3.0), [lp])
+    grad_check(lambda x: pg.reinforce(x, adv), [lp])
+    grad_check(pg.categorical_entropy, [np.array([0.3, -1.0, 2.0])])
+    grad_check(pg.gaussian_entropy, [np.array([0.3, -1.0])])
+    # CISPO stops the gradient through its IS weight, so finite differences of its value do
+    # not apply; its gradient must be exactly -clip(ρ) A.
+    w = jnp.clip(jnp.exp(lp - old), 0.8, 1.28)
+    g = jax.grad(lambda x: pg.cispo(x, old, adv, **kw).sum())(jnp.asarray(lp))
+    np.testing.assert_allclose(g, -w * adv, rtol=1e-6)
+    logp, old2, adv2, mask, _ = _lm_batch()
+    f = lambda x: pg.gspo(x, old2, adv2, mask, eps_low=0.2, eps_high=0.2)
+    grad_check(f, [np.asarray(logp, np.float64)])
 
 
 def test_no_recompiles():
@@ -221,7 +213,7 @@ def test_pacs_by_hand_and_gradient_formula():
     np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-6)
 
 
-def test_pacs_masking_equals_slicing_and_grad_check():
+def test_pacs_masking_equals_slicing_and_grad_check(grad_check):
     rng = np.random.default_rng(7)
     lp = jnp.asarray(rng.normal(size=(2, 5)))
     ref = jnp.asarray(rng.normal(size=(2, 5)))
@@ -231,9 +223,7 @@ def test_pacs_masking_equals_slicing_and_grad_check():
     sliced = pg.pacs(lp[:1, :3], ref[:1, :3], reward[:1, :3], beta=1.0)
     np.testing.assert_allclose(full[:1, :3], sliced, rtol=1e-6)
     np.testing.assert_allclose(full[0, 3:], 0.0)
-    with jax.enable_x64(True):
-        f = lambda x: pg.pacs(x, ref.astype(jnp.float64), reward.astype(jnp.float64), beta=0.7)
-        check_grads(f, [lp.astype(jnp.float64)], order=2)
-        r = jnp.array([0.3, 0.3])
-        f = lambda x: pg.nft(x, jnp.zeros(2), jnp.array([1.0, 0.0]), r)
-        check_grads(f, [jnp.array([0.1, -0.2])], order=2)
+    f = lambda x: pg.pacs(x, ref, reward, beta=0.7)
+    grad_check(f, [np.asarray(lp)])
+    f = lambda x: pg.nft(x, jnp.zeros(2), jnp.array([1.0, 0.0]), jnp.array([0.3, 0.3]))
+    grad_check(f, [np.array([0.1, -0.2])])
