@@ -94,7 +94,7 @@ def launch_local(
         relays.append(t)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     code = 0
-    while any(p.poll() is None for p in procs):
+    while [p.poll() for p in procs].count(None):  # poll every process, no short-circuit
         failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
         late = deadline is not None and time.monotonic() > deadline
         if failed or late:

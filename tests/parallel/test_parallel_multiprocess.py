@@ -143,3 +143,21 @@ def test_local_rows_on_one_process():
     np.testing.assert_array_equal(np.asarray(arr), local)
     assert arr.sharding == s
     np.testing.assert_array_equal(distributed.to_host({"x": arr})["x"], local)
+
+
+@pytest.mark.timeout(60)
+def test_launcher_stops_the_others_when_one_process_fails():
+    import io
+    import time
+
+    code = (
+        "import os, sys, time\n"
+        "print('rank', os.environ['RLJAX_PROCESS_ID'], flush=True)\n"
+        "sys.exit(3) if os.environ['RLJAX_PROCESS_ID'] == '1' else time.sleep(120)\n"
+    )
+    sink = io.StringIO()
+    t0 = time.monotonic()
+    rc = launch.launch_local([sys.executable, "-c", code], 3, sink=sink, timeout_s=50)
+    assert rc == 3
+    assert time.monotonic() - t0 < 40  # the sleeping processes were terminated
+    assert "[p1] rank 1" in sink.getvalue() and "[p0] rank 0" in sink.getvalue()
