@@ -14,6 +14,8 @@ import jax
 import numpy as np
 
 from rljax import envs
+from rljax.parallel import mesh as mesh_lib
+from rljax.parallel import population, sharding
 from rljax.train import loop, sweep
 
 
@@ -32,6 +34,8 @@ class RunConfig:
     progress: bool = True  # progress bar
     hparams: tuple[tuple[str, float], ...] = ()  # default value of every swept-able field
     sweep: tuple[tuple[str, str], ...] = ()  # field -> "v1,v2,..." ("" = not swept)
+    mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: default device, no sharding)
+    sharding_rules: sharding.Rules = population.SEEDS  # agent-state rules when mesh is set
 
 
 def _positive_int(name: str, value) -> None:
@@ -76,19 +80,53 @@ def chunk_size(total: int, requested: int) -> int:
     return max(d for d in range(1, min(target, total) + 1) if total % d == 0)
 
 
-def init_population(agent, agent_config, env, run: RunConfig, points: list[dict]):
-    """Initial states of all ``G × S`` agents, stacked on a leading axis (grid-major)."""
+def init_population(
+    agent,
+    agent_config,
+    env,
+    run: RunConfig,
+    points: list[dict],
+    shardings=None,
+    *,
+    abstract: bool = False,
+    rows: slice | None = None,
+):
+    """Initial states of all ``G × S`` agents, stacked on a leading axis (grid-major).
+
+    Optional: ``shardings`` places the states on a mesh as they are created; ``abstract=True``
+    returns only their shapes and dtypes (``jax.ShapeDtypeStruct``s), computing nothing; ``rows``
+    creates only the agents ``rows`` of the population (a process's share on several hosts).
+    """
     hp = sweep.stack(points, run.num_seeds)
     hparams = agent.Hparams(**{k: hp[k] for k in agent.Hparams._fields})
     base = jax.random.PRNGKey(run.seed)
     keys = jax.vmap(lambda a: jax.random.fold_in(base, a))(np.arange(len(points) * run.num_seeds))
-    return jax.jit(jax.vmap(functools.partial(agent.init, agent_config, env)))(keys, hparams)
+    if rows is not None:
+        keys, hparams = keys[rows], jax.tree.map(lambda h: h[rows], hparams)
+    init = jax.vmap(functools.partial(agent.init, agent_config, env))
+    if abstract:
+        return jax.eval_shape(init, keys, hparams)
+    if shardings is None:
+        return jax.jit(init)(keys, hparams)
+    return jax.jit(init, out_shardings=shardings)(keys, hparams)
 
 
-def make_chunk_fn(agent, agent_config, env, updates: int):
-    """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states."""
+def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
+    """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states.
+
+    ``shardings`` (optional): ``(state_shardings, metrics_sharding)`` from
+    ``rljax.parallel.population.shardings``, used as the explicit in/out shardings.
+    """
     chunk = functools.partial(agent.train_chunk, agent_config, env, num_updates=updates)
-    return jax.jit(jax.vmap(chunk), donate_argnums=0)
+    if shardings is None:
+        return jax.jit(jax.vmap(chunk), donate_argnums=0)
+    state_shardings, metrics_sharding = shardings
+    return jax.jit(
+        jax.vmap(chunk),
+        in_shardings=(state_shardings,),
+        out_shardings=(state_shardings, metrics_sharding),
+        donate_argnums=0,
+    )
 
 
 def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
@@ -100,7 +138,14 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
     total = num_updates(run_config, agent, agent_config)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     env = envs.make(run_config.env_name)
-    states = init_population(agent, agent_config, env, run_config, points)
+    shardings = None
+    if run_config.mesh is not None:  # shardings are checked before anything compiles
+        mesh = mesh_lib.make_mesh(run_config.mesh)
+        shapes = init_population(agent, agent_config, env, run_config, points, abstract=True)
+        shardings = population.shardings(mesh, shapes, run_config.sharding_rules)
+    states = init_population(
+        agent, agent_config, env, run_config, points, None if shardings is None else shardings[0]
+    )
     updates = chunk_size(total, run_config.chunk_updates)
     loop_config = loop.LoopConfig(
         workdir=run_config.workdir,
@@ -114,4 +159,5 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
         resume=run_config.resume,
         progress=run_config.progress,
     )
-    return loop.run(loop_config, states, make_chunk_fn(agent, agent_config, env, updates))
+    chunk_fn = make_chunk_fn(agent, agent_config, env, updates, shardings)
+    return loop.run(loop_config, states, chunk_fn)

@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from tqdm import tqdm
 
 from rljax.train import checkpoints, plots, sweep
@@ -176,8 +177,13 @@ def run(
             f"chunk_updates={cfg.chunk_updates} must divide num_updates={cfg.num_updates}"
         )
     ckpt_dir = os.path.join(cfg.workdir, "checkpoints")
-    if not cfg.resume:
+    # On several hosts (rljax.parallel.distributed) only process 0 writes the host-side files;
+    # every process takes part in the (collective) checkpoint saves and restores.
+    primary = jax.process_index() == 0
+    if not cfg.resume and primary:
         _archive_previous(cfg.workdir)
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices("rljax.train.loop: workdir ready")
     os.makedirs(cfg.workdir, exist_ok=True)
     ckpt = checkpoints.Checkpointer(ckpt_dir)
     writer = MetricsWriter(cfg.workdir)
@@ -192,9 +198,10 @@ def run(
         start = latest
         carried = np.asarray(meta["carried"], np.float64)
         win_sum, win_count = np.asarray(meta["win_sum"]), np.asarray(meta["win_count"])
-        writer.truncate(start)
+        if primary:
+            writer.truncate(start)
         print(f"[rljax] resumed from update {start} in {ckpt_dir}")
-    else:
+    elif primary:
         writer.reset()
 
     def meta():
@@ -223,7 +230,9 @@ def run(
                 in_window = (np.arange(update, update + cfg.chunk_updates) >= window_start)[None]
                 win_sum += np.sum(np.where(in_window & (cnt > 0), np.nan_to_num(ret) * cnt, 0), 1)
                 win_count += np.sum(np.where(in_window, cnt, 0), 1)
-                writer.write(_rows(cfg, metrics, update, carried))
+                rows = _rows(cfg, metrics, update, carried)
+                if primary:
+                    writer.write(rows)
                 update += cfg.chunk_updates
                 chunks_done += 1
                 elapsed = time.perf_counter() - t0
@@ -246,8 +255,9 @@ def run(
         bar.close()
         ckpt.close()
     run_s = time.perf_counter() - t0
-    writer.write_csv()
-    _plot(cfg, writer.read())
+    if primary:
+        writer.write_csv()
+        _plot(cfg, writer.read())
     with np.errstate(all="ignore"), _quiet():
         final = np.where(win_count > 0, win_sum / np.maximum(win_count, 1), np.nan)
     summary = Summary(
@@ -258,24 +268,25 @@ def run(
         run_s=run_s,
         interrupted=interrupted,
     )
-    with open(os.path.join(cfg.workdir, "summary.json"), "w") as f:
-        json.dump(
-            {
-                "title": cfg.title,
-                "updates": update,
-                "env_steps_per_agent": summary.env_steps,
-                "final_return": [
-                    [None if not np.isfinite(v) else v for v in g]
-                    for g in final.reshape(len(cfg.grid), -1).tolist()
-                ],
-                "grid": list(cfg.grid),
-                "compile_s": compile_s,
-                "run_s": run_s,
-                "interrupted": interrupted,
-            },
-            f,
-            indent=1,
-        )
+    if primary:
+        with open(os.path.join(cfg.workdir, "summary.json"), "w") as f:
+            json.dump(
+                {
+                    "title": cfg.title,
+                    "updates": update,
+                    "env_steps_per_agent": summary.env_steps,
+                    "final_return": [
+                        [None if not np.isfinite(v) else v for v in g]
+                        for g in final.reshape(len(cfg.grid), -1).tolist()
+                    ],
+                    "grid": list(cfg.grid),
+                    "compile_s": compile_s,
+                    "run_s": run_s,
+                    "interrupted": interrupted,
+                },
+                f,
+                indent=1,
+            )
     return states, summary
 
 
