@@ -1,1 +1,1 @@
-"""rljax.losses."""
+"""Pure loss functions: per-element outputs; averaging only in `reduce`."""
