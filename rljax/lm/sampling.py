@@ -147,7 +147,9 @@ def sample_recompute(
     tokens, emitted = [], []
     for i in range(max_new_tokens):
         logits, _ = forward(params, cfg, buffer, positions, attn_mask)
-        token = choose(logits[:, prompt_len + i - 1], jax.random.fold_in(key, i), temperature, top_p)
+        token = choose(
+            logits[:, prompt_len + i - 1], jax.random.fold_in(key, i), temperature, top_p
+        )
         token = jnp.where(finished, tokenizer.PAD, token)
         emitted.append(~finished)
         finished = finished | (token == tokenizer.EOS)
