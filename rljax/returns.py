@@ -74,3 +74,192 @@ def lambda_returns(
       λ-returns ``[T, ...]``.
     """
     return gae(r_t, discount_t, v_t, v_tp1, done_t, lambda_=lambda_) + v_t
+
+
+# ---------------------------------------------------------------------------------------------
+# Group-relative advantages for outcome rewards: ``rewards[B, G]`` holds the scalar rewards of G
+# sampled responses to each of B prompts; ``mask[B, G]`` is 1 for real samples, 0 for padding.
+# Padded samples get advantage 0 and never enter any statistic. ``ddof=1`` (the unbiased std, as
+# ``torch.std`` in common GRPO code) reproduces the papers' worked numbers; ``ddof=0`` is the
+# population std.
+# ---------------------------------------------------------------------------------------------
+
+
+def _group_mask(rewards: jax.Array, mask: jax.Array | None) -> jax.Array:
+    chex.assert_rank(rewards, 2)
+    if mask is None:
+        return jnp.ones_like(rewards)
+    chex.assert_equal_shape([rewards, mask])
+    return mask.astype(rewards.dtype)
+
+
+def _masked_moments(
+    x: jax.Array, mask: jax.Array, axis, ddof: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Masked mean, std (with ``ddof``) and count over ``axis`` (kept as size-1 dims)."""
+    count = jnp.sum(mask, axis=axis, keepdims=True)
+    mean = jnp.sum(x * mask, axis=axis, keepdims=True) / jnp.maximum(count, 1.0)
+    sq = jnp.sum(jnp.square(x - mean) * mask, axis=axis, keepdims=True)
+    std = jnp.sqrt(sq / jnp.maximum(count - ddof, 1.0))
+    return mean, std, count
+
+
+def _check_ddof(ddof: int) -> None:
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
+
+
+def grpo_advantages(
+    rewards: jax.Array,
+    mask: jax.Array | None = None,
+    *,
+    eps: float = 1e-6,
+    ddof: int = 1,
+) -> jax.Array:
+    """GRPO group-relative advantage ``A_i = (r_i - mean_g r) / (std_g r + ε)``.
+
+    Shao et al. 2024, "DeepSeekMath" (GRPO, outcome supervision). Groups whose rewards are all
+    equal get ``A = 0``.
+
+    Args:
+      rewards: scalar rewards ``[B, G]`` (G samples per prompt).
+      mask: ``[B, G]``, 1 = real sample, 0 = padding; ``None`` means all real.
+      eps: added to the std to avoid 0/0.
+      ddof: 1 for the unbiased std (default, as ``torch.std``), 0 for the population std.
+
+    Returns:
+      Advantages ``[B, G]``, 0 at padded samples.
+    """
+    _check_ddof(ddof)
+    m = _group_mask(rewards, mask)
+    mean, std, _ = _masked_moments(rewards, m, axis=1, ddof=ddof)
+    return (rewards - mean) / (std + eps) * m
+
+
+def dr_grpo_advantages(rewards: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+    """Dr.GRPO advantage ``A_i = r_i - mean_g r``: GRPO without the std division.
+
+    Liu et al. 2025, "Understanding R1-Zero-Like Training: A Critical Perspective" (Dr.GRPO):
+    dividing by the group std up-weights near-uniform (too easy / too hard) prompts.
+
+    Args:
+      rewards: ``[B, G]``.
+      mask: ``[B, G]`` or ``None``.
+
+    Returns:
+      Advantages ``[B, G]``, 0 at padded samples.
+    """
+    m = _group_mask(rewards, mask)
+    mean, _, _ = _masked_moments(rewards, m, axis=1, ddof=0)
+    return (rewards - mean) * m
+
+
+def lite_ppo_advantages(
+    rewards: jax.Array,
+    mask: jax.Array | None = None,
+    *,
+    eps: float = 1e-6,
+    ddof: int = 1,
+) -> jax.Array:
+    """Group mean, batch std: ``A_i = (r_i - mean_g r) / (std_batch r + ε)``.
+
+    Liu et al. 2025, "Part I: Tricks or Traps? A Deep Dive into RL for LLM Reasoning" ("Lite
+    PPO"): group-level centring with batch-level scale is robust when reward scales vary. The
+    std is taken over every real sample of the batch.
+
+    Args:
+      rewards: ``[B, G]``.
+      mask: ``[B, G]`` or ``None``.
+      eps: added to the std.
+      ddof: 1 (default) unbiased, 0 population.
+
+    Returns:
+      Advantages ``[B, G]``, 0 at padded samples.
+    """
+    _check_ddof(ddof)
+    m = _group_mask(rewards, mask)
+    group_mean, _, _ = _masked_moments(rewards, m, axis=1, ddof=ddof)
+    _, batch_std, _ = _masked_moments(rewards, m, axis=(0, 1), ddof=ddof)
+    return (rewards - group_mean) / (batch_std + eps) * m
+
+
+def batch_advantages(
+    rewards: jax.Array,
+    mask: jax.Array | None = None,
+    *,
+    eps: float = 1e-6,
+    ddof: int = 1,
+) -> jax.Array:
+    """Batch-normalized advantage ``A_i = (r_i - mean_batch r) / (std_batch r + ε)``.
+
+    The batch-level normalization ablated in "Tricks or Traps?" (Liu et al. 2025) and used by
+    ScaleRL ("The Art of Scaling RL Compute for LLMs", arXiv 2510.13786).
+
+    Args:
+      rewards: ``[B, G]`` (any grouping; statistics are over all real samples).
+      mask: ``[B, G]`` or ``None``.
+      eps: added to the std.
+      ddof: 1 (default) unbiased, 0 population.
+
+    Returns:
+      Advantages ``[B, G]``, 0 at padded samples.
+    """
+    _check_ddof(ddof)
+    m = _group_mask(rewards, mask)
+    mean, std, _ = _masked_moments(rewards, m, axis=(0, 1), ddof=ddof)
+    return (rewards - mean) / (std + eps) * m
+
+
+def rloo_advantages(rewards: jax.Array, mask: jax.Array | None = None) -> jax.Array:
+    """Leave-one-out baseline ``A_i = r_i - (1/(n-1)) Σ_{j≠i} r_j = n/(n-1) (r_i - mean_g r)``.
+
+    Kool et al. 2019, "Buy 4 REINFORCE Samples, Get a Baseline for Free!"; Ahmadian et al.
+    2024, "Back to Basics" (RLOO). ``n`` is the number of real samples in the group; a group with
+    a single real sample gets ``A = 0`` (no baseline exists).
+
+    Args:
+      rewards: ``[B, G]``.
+      mask: ``[B, G]`` or ``None``.
+
+    Returns:
+      Advantages ``[B, G]``, 0 at padded samples.
+    """
+    m = _group_mask(rewards, mask)
+    mean, _, count = _masked_moments(rewards, m, axis=1, ddof=0)
+    scale = jnp.where(count > 1, count / jnp.maximum(count - 1.0, 1.0), 0.0)
+    return scale * (rewards - mean) * m
+
+
+def ngrpo_advantages(
+    rewards: jax.Array,
+    mask: jax.Array | None = None,
+    *,
+    r_max: float = 1.0,
+    eps: float = 1e-6,
+    ddof: int = 1,
+) -> jax.Array:
+    """NGRPO advantage calibration with a virtual maximum-reward sample.
+
+    ``A_i = (r_i - μ') / (σ' + ε)`` where ``μ'``, ``σ'`` are the mean and std of
+    ``{r_1, …, r_n, r_max}``: the virtual sample enters the statistics, not the loss. An
+    all-wrong group (G = 8, r = 0, r_max = 1, unbiased std) gets ``A = -1/3`` instead of GRPO's 0,
+    so negatives still push; an all-correct group still gets 0. "NGRPO: Negative-enhanced Group
+    Relative Policy Optimization" (Ant Group 2025, arXiv 2509.18851).
+
+    Args:
+      rewards: ``[B, G]``.
+      mask: ``[B, G]`` or ``None``.
+      r_max: reward of the virtual sample (the maximum attainable reward).
+      eps: added to the std.
+      ddof: 1 (default, matches the paper's numbers) unbiased, 0 population.
+
+    Returns:
+      Advantages ``[B, G]``, 0 at padded samples.
+    """
+    _check_ddof(ddof)
+    m = _group_mask(rewards, mask)
+    virtual = jnp.full((rewards.shape[0], 1), r_max, rewards.dtype)
+    aug_r = jnp.concatenate([rewards, virtual], axis=1)
+    aug_m = jnp.concatenate([m, jnp.ones_like(virtual)], axis=1)
+    mean, std, _ = _masked_moments(aug_r, aug_m, axis=1, ddof=ddof)
+    return (rewards - mean) / (std + eps) * m

@@ -36,6 +36,266 @@ def ppo_clip(
     return -jnp.minimum(ratio * adv, clipped * adv)
 
 
+def reinforce(logp: jax.Array, adv: jax.Array) -> jax.Array:
+    """Per-element REINFORCE-with-baseline loss ``ℓ = -sg(A) log π(a|s)``.
+
+    Williams 1992, "Simple Statistical Gradient-Following Algorithms"; ``A = G - b`` with any
+    action-independent baseline ``b`` (e.g. from ``rljax.returns``) keeps the gradient unbiased.
+
+    Args:
+      logp: log π_θ(a|s) of the taken action ``[...]``.
+      adv: advantages or returns minus baseline ``[...]`` (constants).
+
+    Returns:
+      Loss per element ``[...]``.
+    """
+    chex.assert_equal_shape([logp, adv])
+    return -jax.lax.stop_gradient(adv) * logp
+
+
+def ppo_dual_clip(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+    dual_clip: float | jax.Array = 3.0,
+) -> jax.Array:
+    """Per-element dual-clip PPO loss: PPO clip, plus a floor ``c A`` on the objective when A < 0.
+
+    ``J = min(ρA, clip(ρ, 1-ε_low, 1+ε_high) A)`` for A >= 0 and ``max(J, c A)`` for A < 0;
+    ``ℓ = -J``. Bounds the loss of a negative-advantage sample whose ratio has blown up (ρ > c)
+    and gives it zero gradient. Ye et al. 2020, "Mastering Complex Control in MOBA Games with
+    Deep RL" (c = 3); asymmetric ε as in DAPO (Yu et al. 2025).
+
+    Args:
+      logp: log π_θ(a|s) ``[...]``.
+      old_logp: log π_old(a|s) ``[...]``.
+      adv: advantages ``[...]`` (constants).
+      eps_low: lower clip range ε_low >= 0.
+      eps_high: upper clip range ε_high >= 0.
+      dual_clip: c > 1.
+
+    Returns:
+      Loss per element ``[...]``.
+    """
+    if isinstance(dual_clip, int | float) and not dual_clip > 1.0:
+        raise ValueError(f"dual_clip must be > 1, got {dual_clip!r}")
+    clipped_loss = ppo_clip(logp, old_logp, adv, eps_low=eps_low, eps_high=eps_high)
+    adv = jax.lax.stop_gradient(adv)
+    return jnp.where(adv < 0, jnp.minimum(clipped_loss, -dual_clip * adv), clipped_loss)
+
+
+def cispo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+) -> jax.Array:
+    """Per-token CISPO loss: truncated importance-weighted REINFORCE.
+
+    ``ℓ = -sg(clip(ρ, 1 - ε_low, 1 + ε_high)) · A · log π_θ`` with ``ρ = π_θ/π_old``. Unlike PPO
+    clipping, no token's gradient is dropped: the IS weight is clipped and stopped instead.
+    MiniMax 2025, "MiniMax-M1" (CISPO); the loss of ScaleRL (arXiv 2510.13786). A large
+    ``eps_low`` (e.g. 1.0) means no lower bound, as in MiniMax-M1.
+
+    Args:
+      logp: log π_θ of the sampled tokens ``[...]``.
+      old_logp: log π_old (behaviour policy) of the same tokens ``[...]``.
+      adv: advantages ``[...]`` (constants).
+      eps_low: lower truncation ε_low >= 0.
+      eps_high: upper truncation ε_high >= 0.
+
+    Returns:
+      Loss per element ``[...]``. At ρ = 1 its gradient equals PPO's / REINFORCE's.
+    """
+    chex.assert_equal_shape([logp, old_logp, adv])
+    ratio = jnp.exp(logp - old_logp)
+    weight = jax.lax.stop_gradient(jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high))
+    return -weight * jax.lax.stop_gradient(adv) * logp
+
+
+def gspo_log_ratio(logp: jax.Array, old_logp: jax.Array, mask: jax.Array) -> jax.Array:
+    """GSPO's length-normalized sequence log-ratio ``log s_i = (1/|y_i|) Σ_t log(π_θ/π_old)``.
+
+    Zheng et al. 2025, "Group Sequence Policy Optimization" (GSPO):
+    ``s_i = (π_θ(y_i)/π_old(y_i))^{1/|y_i|}``.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      mask: ``[B, L]``, 1 = real token.
+
+    Returns:
+      ``log s_i``, ``[B]`` (0 for empty sequences).
+    """
+    chex.assert_rank(logp, 2)
+    chex.assert_equal_shape([logp, old_logp, mask])
+    m = mask.astype(logp.dtype)
+    diff = (logp - jax.lax.stop_gradient(old_logp)) * m
+    return jnp.sum(diff, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1.0)
+
+
+def gspo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+) -> jax.Array:
+    """Per-sequence GSPO loss ``ℓ_i = -min(s_i A_i, clip(s_i, 1-ε_low, 1+ε_high) A_i)``.
+
+    Zheng et al. 2025, "Group Sequence Policy Optimization": the clip acts on the whole
+    sequence's length-normalized ratio ``s_i`` (``gspo_log_ratio``), so ε is small (the paper
+    uses about 3e-4 / 4e-4). Average over sequences with ``reduce.masked_mean``.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: sequence advantages ``[B]`` (constants), e.g. ``returns.grpo_advantages``.
+      mask: ``[B, L]``, 1 = real token.
+      eps_low: lower clip range.
+      eps_high: upper clip range.
+
+    Returns:
+      Loss per sequence ``[B]``.
+    """
+    chex.assert_rank(adv, 1)
+    log_s = gspo_log_ratio(logp, old_logp, mask)
+    return ppo_clip(log_s, jnp.zeros_like(log_s), adv, eps_low=eps_low, eps_high=eps_high)
+
+
+def gspo_token(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+) -> jax.Array:
+    """Per-token GSPO-token loss with ``s_it = sg(s_i) · π_θ(y_it)/sg(π_θ(y_it))``.
+
+    Zheng et al. 2025 (GSPO-token): same value and, with equal per-token advantages ``A_it =
+    A_i``, the same gradient as ``gspo`` once averaged with ``reduce.seq_mean_token_mean``; it
+    allows per-token advantages.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: advantages, per sequence ``[B]`` or per token ``[B, L]`` (constants).
+      mask: ``[B, L]``, 1 = real token.
+      eps_low: lower clip range.
+      eps_high: upper clip range.
+
+    Returns:
+      Loss per token ``[B, L]``, 0 at padding.
+    """
+    log_s = jax.lax.stop_gradient(gspo_log_ratio(logp, old_logp, mask))
+    log_s_t = log_s[:, None] + logp - jax.lax.stop_gradient(logp)
+    adv_t = adv[:, None] * jnp.ones_like(logp) if adv.ndim == 1 else adv
+    zeros = jnp.zeros_like(log_s_t)
+    loss = ppo_clip(log_s_t, zeros, adv_t, eps_low=eps_low, eps_high=eps_high)
+    return loss * mask.astype(loss.dtype)
+
+
+def _floor_keep_grad(x: jax.Array, floor: float | jax.Array) -> jax.Array:
+    """``max(x, floor)`` in value, identity in gradient (a straight-through floor)."""
+    return x + jax.lax.stop_gradient(jnp.maximum(x, floor) - x)
+
+
+def nft(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    correct: jax.Array,
+    correct_rate: jax.Array,
+    *,
+    pos_floor: float | jax.Array = 0.0,
+    neg_floor: float | jax.Array = 1e-2,
+) -> jax.Array:
+    """Per-token NFT (negative-aware fine-tuning) loss with an implicit negative policy.
+
+    With ``R = π_θ/π_old`` and group accuracy ``r_q``, the negative policy is
+    ``π⁻ = (π_old - r_q π_θ)/(1 - r_q)``; maximum likelihood on positives under π_θ and on
+    negatives under π⁻ gives ``ℓ = -log R`` for correct samples and
+    ``ℓ = -log((1 - r_q R)/(1 - r_q))`` for wrong ones. Chen et al. 2025, "Bridging Supervised
+    Learning and Reinforcement Learning in Math Reasoning" (NFT, arXiv 2505.18116). Both
+    arguments of the logs are floored in value only (the gradient passes straight through), as
+    in the authors' code, so a sample whose ``r_q R`` passes 1 cannot produce NaN.
+
+    On-policy (``R = 1``) the gradient is ``-∇log π`` for positives and
+    ``r_q/(1 - r_q) ∇log π`` for negatives; scaling each prompt by ``(1 - r_q)`` gives exactly
+    Dr.GRPO's ``-A ∇log π`` with ``A = R - r_q``, and by ``sqrt((1 - r_q)/r_q)`` GRPO's with the
+    population std. Apply those weights before ``reduce``.
+
+    Args:
+      logp: log π_θ of the sampled tokens ``[...]``.
+      old_logp: log π_old (the sampling policy) ``[...]``.
+      correct: 1 for a correct (positive) sample, 0 for a wrong one ``[...]`` (broadcast per
+        sequence, e.g. ``[B, 1]`` against ``[B, L]``).
+      correct_rate: the prompt's accuracy ``r_q`` in (0, 1) ``[...]`` (broadcastable); groups
+        that are all right or all wrong carry no signal and should be masked out.
+      pos_floor: value floor for ``R`` in the positive term.
+      neg_floor: value floor for ``(1 - r_q R)/(1 - r_q)`` in the negative term.
+
+    Returns:
+      Loss per element, the broadcast shape of the inputs.
+    """
+    chex.assert_equal_shape([logp, old_logp])
+    ratio = jnp.exp(logp - jax.lax.stop_gradient(old_logp))
+    correct_rate = jax.lax.stop_gradient(correct_rate)
+    pos = -jnp.log(_floor_keep_grad(ratio, pos_floor))
+    neg_arg = (1.0 - correct_rate * ratio) / (1.0 - correct_rate)
+    neg = -jnp.log(_floor_keep_grad(neg_arg, neg_floor))
+    return jnp.where(correct > 0, pos, neg)
+
+
+def pacs(
+    seq_logp: jax.Array,
+    seq_ref_logp: jax.Array,
+    reward: jax.Array,
+    mask: jax.Array | None = None,
+    *,
+    beta: float | jax.Array,
+) -> jax.Array:
+    """Per-sample PACS loss: BCE between a policy-parameterized score ψ and the 0/1 reward.
+
+    Reward proxy ``r̂_i = β (log π_θ(o_i|q) - log π_ref(o_i|q))`` (sequence log-probs); score
+    ``ψ_i = r̂_i - mean_{j≠i} r̂_j`` (leave-one-out over the group);
+    ``ℓ_i = -[R_i log σ(ψ_i) + (1 - R_i) log(1 - σ(ψ_i))]``. Its gradient is
+    ``-(R_i - σ(ψ_i)) ∇ψ_i``: a policy gradient whose weight ``R - σ(ψ)`` acts as an implicit
+    critic. Li et al. 2025, "Implicit Actor Critic Coupling via a Supervised Learning Framework
+    for RLVR" (PACS, arXiv 2509.02522). The anchor π_ref is whichever fixed policy the caller
+    chooses (the paper uses the policy's log-probability ratio to an earlier policy).
+
+    Args:
+      seq_logp: sequence log-probs ``Σ_t log π_θ`` ``[B, G]``.
+      seq_ref_logp: sequence log-probs of the anchor policy ``[B, G]``.
+      reward: 0/1 outcome labels ``[B, G]``.
+      mask: ``[B, G]``, 1 = real sample; groups need at least two real samples.
+      beta: scale β > 0 of the reward proxy.
+
+    Returns:
+      Loss per sample ``[B, G]``, 0 at padded samples.
+    """
+    chex.assert_rank(seq_logp, 2)
+    chex.assert_equal_shape([seq_logp, seq_ref_logp, reward])
+    m = jnp.ones_like(seq_logp) if mask is None else mask.astype(seq_logp.dtype)
+    chex.assert_equal_shape([seq_logp, m])
+    r_hat = beta * (seq_logp - jax.lax.stop_gradient(seq_ref_logp))
+    n = jnp.sum(m, axis=1, keepdims=True)
+    others_mean = (jnp.sum(r_hat * m, axis=1, keepdims=True) - r_hat) / jnp.maximum(n - 1, 1.0)
+    psi = r_hat - others_mean
+    label = jax.lax.stop_gradient(reward)
+    bce = jax.nn.softplus(psi) - label * psi
+    return bce * m
+
+
 def categorical_entropy(logits: jax.Array) -> jax.Array:
     """Entropy of a categorical distribution given by logits.
 

@@ -44,3 +44,94 @@ def masked_std(x: jax.Array, mask: jax.Array | None = None, axis=None) -> jax.Ar
     mean = masked_mean(x, mask, axis=axis)
     mean = mean if axis is None else jnp.expand_dims(mean, axis)
     return jnp.sqrt(masked_mean(jnp.square(x - mean), mask, axis=axis))
+
+
+# ---------------------------------------------------------------------------------------------
+# Loss aggregation for language-model batches: per-token losses ``[B, L]`` with ``mask[B, L]``
+# (1 = real response token). Each returns a scalar. Rows with no real token (padded groups) are
+# ignored, so masking equals slicing them away. They differ in how a sequence's length weights
+# its tokens: token_mean weights every token equally; seq_mean_token_mean weights every
+# sequence equally (so tokens of long answers count less); seq_mean_token_sum and
+# seq_mean_token_sum_norm weight tokens equally with no length-dependent denominator.
+# ---------------------------------------------------------------------------------------------
+
+
+def _lm_mask(loss: jax.Array, mask: jax.Array) -> jax.Array:
+    chex.assert_rank(loss, 2)
+    chex.assert_equal_shape([loss, mask])
+    return mask.astype(loss.dtype)
+
+
+def token_mean(loss: jax.Array, mask: jax.Array) -> jax.Array:
+    """Token-level mean over the whole batch, ``Σ_i Σ_t m_it ℓ_it / Σ_i Σ_t m_it``.
+
+    DAPO (Yu et al. 2025, "DAPO: An Open-Source LLM RL System at Scale") token-level policy
+    gradient loss; "Lite PPO" in "Tricks or Traps?" (Liu et al. 2025).
+
+    Args:
+      loss: per-token losses ``[B, L]``.
+      mask: ``[B, L]``, 1 = real token.
+
+    Returns:
+      Scalar. 0 when the mask is all zero.
+    """
+    m = _lm_mask(loss, mask)
+    return jnp.sum(loss * m) / jnp.maximum(jnp.sum(m), 1.0)
+
+
+def seq_mean_token_mean(loss: jax.Array, mask: jax.Array) -> jax.Array:
+    """Mean over sequences of each sequence's token mean, ``(1/N) Σ_i (1/|o_i|) Σ_t ℓ_it``.
+
+    The original GRPO aggregation (Shao et al. 2024, "DeepSeekMath"). ``N`` counts sequences with
+    at least one real token.
+
+    Args:
+      loss: per-token losses ``[B, L]``.
+      mask: ``[B, L]``, 1 = real token.
+
+    Returns:
+      Scalar.
+    """
+    m = _lm_mask(loss, mask)
+    n_tok = jnp.sum(m, axis=1)
+    per_seq = jnp.sum(loss * m, axis=1) / jnp.maximum(n_tok, 1.0)
+    has_tok = (n_tok > 0).astype(loss.dtype)
+    return jnp.sum(per_seq * has_tok) / jnp.maximum(jnp.sum(has_tok), 1.0)
+
+
+def seq_mean_token_sum(loss: jax.Array, mask: jax.Array) -> jax.Array:
+    """Mean over sequences of each sequence's token sum, ``(1/N) Σ_i Σ_t ℓ_it``.
+
+    The unbiased sequence-level REINFORCE estimator (the gradient of the expected sequence
+    reward); its scale grows with length. ``N`` counts sequences with at least one real token.
+
+    Args:
+      loss: per-token losses ``[B, L]``.
+      mask: ``[B, L]``, 1 = real token.
+
+    Returns:
+      Scalar.
+    """
+    m = _lm_mask(loss, mask)
+    has_tok = (jnp.sum(m, axis=1) > 0).astype(loss.dtype)
+    return jnp.sum(loss * m) / jnp.maximum(jnp.sum(has_tok), 1.0)
+
+
+def seq_mean_token_sum_norm(loss: jax.Array, mask: jax.Array, *, max_len: float) -> jax.Array:
+    """Dr.GRPO's constant normalizer, ``(1/N) Σ_i Σ_t ℓ_it / L_max``.
+
+    Liu et al. 2025, "Understanding R1-Zero-Like Training" (Dr.GRPO): divide token sums by a
+    constant (the generation budget ``L_max``) instead of each response's length, removing the
+    length bias of ``seq_mean_token_mean``. ``N`` counts sequences with at least one real token.
+
+    Args:
+      loss: per-token losses ``[B, L]``.
+      mask: ``[B, L]``, 1 = real token.
+      max_len: the constant ``L_max`` > 0, usually the maximum generation length.
+
+    Returns:
+      Scalar.
+    """
+    if isinstance(max_len, int | float) and not max_len > 0:
+        raise ValueError(f"max_len must be > 0, got {max_len!r}")
+    return seq_mean_token_sum(loss, mask) / max_len
