@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import string
 from typing import NamedTuple
 
 import jax
@@ -27,7 +28,8 @@ class SFTConfig:
     learning_rate: float = 1e-3  # AdamW peak learning rate (cosine decay after warm-up)
     warmup_steps: int = 20  # linear warm-up steps
     weight_decay: float = 0.01  # AdamW weight decay
-    seed: int = 0  # initialization and batch order
+    noise: float = 0.0  # probability that a trace has one character replaced (noisy traces)
+    seed: int = 0  # initialization, batch order and noise
 
     def __post_init__(self):
         for name in ("steps", "batch_size"):
@@ -35,6 +37,8 @@ class SFTConfig:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be >= 1")
         if not self.learning_rate > 0:
             raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
+        if not 0.0 <= self.noise <= 1.0:
+            raise ValueError(f"SFTConfig.noise={self.noise} must be in [0, 1]")
         if not 0 <= self.warmup_steps <= self.steps:
             raise ValueError(f"SFTConfig.warmup_steps={self.warmup_steps} must be in [0, steps]")
 
@@ -71,20 +75,38 @@ def update(state: SFTState, batch: SeqBatch, *, cfg: SFTConfig, model_cfg: Trans
     (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, model_cfg, batch)
     updates, opt_state = make_optimizer(cfg).update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    metrics["grad_norm"] = optax.global_norm(grads)
+    metrics["grad_norm"] = optax.tree.norm(grads)
     return SFTState(params, opt_state, state.step + 1), metrics
 
 
+def corrupt(answer: str, rng: np.random.Generator) -> str:
+    """Replaces one digit or letter of `answer` by another of the same kind (a noisy trace)."""
+    positions = [i for i, c in enumerate(answer) if c.isdigit() or c.islower()]
+    if not positions:
+        return answer
+    i = int(rng.choice(positions))
+    alphabet = string.digits if answer[i].isdigit() else string.ascii_lowercase
+    return answer[:i] + str(rng.choice([c for c in alphabet if c != answer[i]])) + answer[i + 1 :]
+
+
 def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: list[Problem]):
-    """Trains a base model from scratch on `problems`. Returns (params, last metrics)."""
+    """Trains a base model from scratch on `problems` (with `cfg.noise` noisy traces).
+
+    Returns:
+      (params, metrics of the last step).
+    """
     if not problems:
         raise ValueError("SFT needs at least one training problem, got an empty list")
-    data = encode_problems(task, problems)
     state = init(cfg, model_cfg, jax.random.key(cfg.seed))
     step_fn = jax.jit(lambda s, b: update(s, b, cfg=cfg, model_cfg=model_cfg), donate_argnums=(0,))
     rng = np.random.default_rng(cfg.seed)
     metrics = {}
     for _ in range(cfg.steps):
-        index = rng.integers(0, len(problems), size=cfg.batch_size)
-        state, metrics = step_fn(state, SeqBatch(*(x[index] for x in data)))
+        chosen = [problems[i] for i in rng.integers(0, len(problems), size=cfg.batch_size)]
+        noisy = rng.uniform(size=len(chosen)) < cfg.noise
+        chosen = [
+            p._replace(answer=corrupt(p.answer, rng)) if n else p
+            for p, n in zip(chosen, noisy, strict=True)
+        ]
+        state, metrics = step_fn(state, encode_problems(task, chosen))
     return state.params, {k: float(v) for k, v in metrics.items()}
