@@ -263,3 +263,42 @@ def ngrpo_advantages(
     aug_m = jnp.concatenate([m, jnp.ones_like(virtual)], axis=1)
     mean, std, _ = _masked_moments(aug_r, aug_m, axis=1, ddof=ddof)
     return (rewards - mean) / (std + eps) * m
+
+
+def n_step_returns(
+    r_t: jax.Array,
+    discount_t: jax.Array,
+    v_tp1: jax.Array,
+    done_t: jax.Array,
+    *,
+    n: int,
+) -> jax.Array:
+    """n-step bootstrapped returns over a time-major rollout.
+
+    ``G^(1)_t = r_t + discount_t v_tp1_t`` and
+    ``G^(h)_t = r_t + discount_t [(1 - c_t) v_tp1_t + c_t G^(h-1)_{t+1}]`` with ``c_t = 1 -
+    done_t`` (0 on the last row: the rollout ends there), so the return bootstraps early at an
+    episode end (from the true next state; zero after termination via ``discount_t``) or at the
+    end of the rollout. Sutton & Barto 2018, §7.1; the DQN-family target of Rainbow (Hessel et
+    al. 2018).
+
+    Args:
+      r_t: rewards ``[T, ...]``.
+      discount_t: ``γ (1 - terminated_t)`` ``[T, ...]``.
+      v_tp1: bootstrap values of the true next states, e.g. ``max_a Q_target(s'_t, a)``,
+        ``[T, ...]``.
+      done_t: 1 where the episode ended at step t ``[T, ...]``.
+      n: number of steps ``n >= 1`` (static).
+
+    Returns:
+      n-step returns ``[T, ...]``.
+    """
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    chex.assert_equal_shape([r_t, discount_t, v_tp1, done_t])
+    cont_t = (1.0 - done_t.astype(r_t.dtype)).at[-1].set(0.0)
+    g_t = r_t + discount_t * v_tp1
+    for _ in range(n - 1):
+        g_next = jnp.concatenate([g_t[1:], jnp.zeros_like(g_t[:1])], axis=0)
+        g_t = r_t + discount_t * ((1.0 - cont_t) * v_tp1 + cont_t * g_next)
+    return g_t

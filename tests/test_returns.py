@@ -204,3 +204,49 @@ def test_no_recompiles_same_shapes():
             jnp.ones((2, 4)),
             jnp.asarray(rng.normal(size=(3, 2))),
         )
+
+
+def _np_n_step(r, discount, v_tp1, done, n):
+    t_len = r.shape[0]
+    out = np.zeros_like(r)
+    for t in range(t_len):
+        g, disc = 0.0, 1.0
+        for k in range(n):
+            i = t + k
+            g += disc * r[i]
+            disc *= discount[i]
+            if k == n - 1 or i == t_len - 1 or done[i]:
+                g += disc * v_tp1[i]
+                break
+        out[t] = g
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10])
+def test_n_step_returns_match_numpy_loop(n):
+    rng = np.random.default_rng(4)
+    t_len = 8
+    r, v_tp1 = rng.normal(size=t_len), rng.normal(size=t_len)
+    term = np.zeros(t_len, bool)
+    term[2] = True
+    done = term.copy()
+    done[5] = True  # truncation
+    discount = GAMMA * (1.0 - term)
+    got = returns.n_step_returns(
+        *(jnp.asarray(x, jnp.float32)[:, None] for x in (r, discount, v_tp1, done)), n=n
+    )
+    np.testing.assert_allclose(
+        got[:, 0], _np_n_step(r, discount, v_tp1, done, n), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_n_step_by_hand_and_validation():
+    r = jnp.array([[1.0], [2.0], [3.0]])
+    disc = jnp.full((3, 1), 0.5)
+    v = jnp.array([[10.0], [20.0], [30.0]])
+    got = returns.n_step_returns(r, disc, v, jnp.zeros((3, 1)), n=2)
+    np.testing.assert_allclose(
+        got[:, 0], [1 + 0.5 * 2 + 0.25 * 20, 2 + 0.5 * 3 + 0.25 * 30, 3 + 15]
+    )
+    with pytest.raises(ValueError, match="n must be"):
+        returns.n_step_returns(r, disc, v, v, n=0)

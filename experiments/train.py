@@ -1,0 +1,106 @@
+"""Trains an rljax agent on a gymnax environment.
+
+    python experiments/train.py --config=configs/ppo.py:CartPole-v1 [--workdir=runs/x]
+    python experiments/train.py --config=configs/ppo.py:CartPole-v1 --config.resume=True
+
+Writes metrics.jsonl/.csv, curves.png, summary.json and checkpoints/ into --workdir
+(default: runs/<agent>_<env>).
+"""
+
+from rljax import xla_flags
+
+xla_flags.set_flags()
+
+import dataclasses  # noqa: E402
+import importlib.util  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from absl import app, flags, logging  # noqa: E402
+from ml_collections import config_flags  # noqa: E402
+
+from rljax.agents import ppo  # noqa: E402
+from rljax.train import experiment  # noqa: E402
+from rljax.train.loop import NonFiniteLossError  # noqa: E402
+
+# Agent name in the config -> (agent module, name of its config block).
+AGENTS = {"ppo": (ppo, "ppo")}
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (default runs/<agent>_<env>).")
+
+
+def to_dataclasses(config):
+    """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field."""
+    if config.agent not in AGENTS:
+        raise ValueError(f"agent={config.agent!r} is unknown; valid: {', '.join(AGENTS)}")
+    module, block = AGENTS[config.agent]
+    fields = {f.name for f in dataclasses.fields(module.Config)}
+    values = dict(config[block])
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ValueError(f"{block}.{unknown[0]} is not a field of {module.__name__}.Config")
+    agent_config = module.Config(**values)
+    workdir = _WORKDIR.value or os.path.join("runs", f"{config.agent}_{config.env_name}")
+    run_config = experiment.RunConfig(
+        env_name=config.env_name,
+        workdir=workdir,
+        seed=config.seed,
+        num_seeds=config.num_seeds,
+        total_timesteps=config.total_timesteps,
+        chunk_updates=config.chunk_updates,
+        checkpoint_every=config.checkpoint_every,
+        resume=config.resume,
+        progress=config.progress,
+        hparams=tuple((k, float(v)) for k, v in config.hparams.items()),
+        sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
+    )
+    return module, agent_config, run_config
+
+
+def _unknown_override(argv: list[str]) -> str | None:
+    """Names the first ``--config.a.b=`` override that the config file does not define.
+
+    ml_collections would only raise a bare ``AttributeError`` deep in flag parsing.
+    """
+    specs = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    if not specs:
+        return None
+    spec = specs[-1]
+    path, _, arg = spec.partition(":")
+    module_spec = importlib.util.spec_from_file_location("_config_file", path)
+    config_module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(config_module)
+    base = config_module.get_config(arg or None)
+    for flag in argv:
+        if not flag.startswith("--config."):
+            continue
+        node = base
+        keys = flag[len("--config.") :].split("=", 1)[0].split(".")
+        for depth, key in enumerate(keys):
+            if not hasattr(node, "keys") or key not in node:
+                where = ".".join(keys[:depth]) or "the top level"
+                valid = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a leaf)"
+                return f"--config.{'.'.join(keys)}: unknown key {key!r} at {where}; valid: {valid}"
+            node = node[key]
+    return None
+
+
+def main(argv):
+    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    del argv
+    config = _CONFIG.value
+    try:
+        module, agent_config, run_config = to_dataclasses(config)
+        _, summary = experiment.run(module, agent_config, run_config)
+    except (ValueError, NonFiniteLossError) as e:
+        sys.exit(f"error: {e}")
+    print(summary.line(f"{config.agent} {run_config.env_name}"))
+    print(f"outputs: {run_config.workdir}/(metrics.jsonl, metrics.csv, curves.png, checkpoints/)")
+
+
+if __name__ == "__main__":
+    if (problem := _unknown_override(sys.argv)) is not None:
+        sys.exit(f"error: {problem}")
+    app.run(main)

@@ -1,0 +1,117 @@
+"""Runs one agent family on one environment: a population of seeds × hyperparameter grid points.
+
+An agent module (``rljax.agents.ppo``, ``rljax.agents.dqn``, ...) provides ``Config``, ``Hparams``,
+``HPARAM_RULES``, ``validate``, ``init``, ``train_chunk`` and ``env_steps_per_update``. This module
+validates everything, builds the vmapped, jitted chunk and hands it to the host loop.
+"""
+
+import dataclasses
+import functools
+import math
+import types
+
+import jax
+import numpy as np
+
+from rljax import envs
+from rljax.train import loop, sweep
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Settings of a run that are not the agent's."""
+
+    env_name: str  # one of rljax.envs.SUPPORTED_ENVS
+    workdir: str  # where outputs go
+    seed: int = 0  # base seed; agent a uses fold_in(PRNGKey(seed), a)
+    num_seeds: int = 1  # seeds per grid point
+    total_timesteps: int = 500_000  # env steps per agent
+    chunk_updates: int = 0  # updates per compiled call (0: about num_updates / 16)
+    checkpoint_every: int = 4  # chunks between periodic checkpoints
+    resume: bool = False  # continue from the latest checkpoint in workdir
+    progress: bool = True  # progress bar
+    hparams: tuple[tuple[str, float], ...] = ()  # default value of every swept-able field
+    sweep: tuple[tuple[str, str], ...] = ()  # field -> "v1,v2,..." ("" = not swept)
+
+
+def _positive_int(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= 1")
+
+
+def validate_run(run: RunConfig, agent: types.ModuleType, agent_config) -> list[dict]:
+    """Validates the run and returns the hyperparameter grid. Raises ``ValueError``."""
+    if run.env_name not in envs.SUPPORTED_ENVS:
+        raise ValueError(
+            f"env_name={run.env_name!r} is unknown; valid: {', '.join(envs.SUPPORTED_ENVS)}"
+        )
+    _positive_int("num_seeds", run.num_seeds)
+    _positive_int("total_timesteps", run.total_timesteps)
+    _positive_int("checkpoint_every", run.checkpoint_every)
+    if not isinstance(run.chunk_updates, int) or run.chunk_updates < 0:
+        raise ValueError(f"chunk_updates={run.chunk_updates!r} is invalid; allowed: >= 0")
+    agent.validate(agent_config)
+    points = sweep.grid(dict(run.hparams), dict(run.sweep))
+    for point in points:
+        for name, value in point.items():
+            check, allowed = agent.HPARAM_RULES[name]
+            if not (math.isfinite(value) and check(value)):
+                raise ValueError(f"hparams.{name}={value!r} is invalid; allowed: {allowed}")
+    per_update = agent.env_steps_per_update(agent_config)
+    if run.total_timesteps < per_update:
+        raise ValueError(
+            f"total_timesteps={run.total_timesteps} is below one update's {per_update} env steps"
+        )
+    return points
+
+
+def num_updates(run: RunConfig, agent: types.ModuleType, agent_config) -> int:
+    """Whole updates that fit in ``total_timesteps``."""
+    return run.total_timesteps // agent.env_steps_per_update(agent_config)
+
+
+def chunk_size(total: int, requested: int) -> int:
+    """The largest divisor of ``total`` not above ``requested`` (``0``: about ``total / 16``)."""
+    target = requested or max(1, round(total / 16))
+    return max(d for d in range(1, min(target, total) + 1) if total % d == 0)
+
+
+def init_population(agent, agent_config, env, run: RunConfig, points: list[dict]):
+    """Initial states of all ``G × S`` agents, stacked on a leading axis (grid-major)."""
+    hp = sweep.stack(points, run.num_seeds)
+    hparams = agent.Hparams(**{k: hp[k] for k in agent.Hparams._fields})
+    base = jax.random.PRNGKey(run.seed)
+    keys = jax.vmap(lambda a: jax.random.fold_in(base, a))(np.arange(len(points) * run.num_seeds))
+    return jax.jit(jax.vmap(functools.partial(agent.init, agent_config, env)))(keys, hparams)
+
+
+def make_chunk_fn(agent, agent_config, env, updates: int):
+    """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states."""
+    chunk = functools.partial(agent.train_chunk, agent_config, env, num_updates=updates)
+    return jax.jit(jax.vmap(chunk), donate_argnums=0)
+
+
+def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
+    """Validates, builds and trains; returns ``(final states, loop.Summary)``.
+
+    The agent config's ``num_updates`` is set from ``total_timesteps``.
+    """
+    points = validate_run(run_config, agent, agent_config)
+    total = num_updates(run_config, agent, agent_config)
+    agent_config = dataclasses.replace(agent_config, num_updates=total)
+    env = envs.make(run_config.env_name)
+    states = init_population(agent, agent_config, env, run_config, points)
+    updates = chunk_size(total, run_config.chunk_updates)
+    loop_config = loop.LoopConfig(
+        workdir=run_config.workdir,
+        title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
+        num_updates=total,
+        chunk_updates=updates,
+        checkpoint_every=run_config.checkpoint_every,
+        env_steps_per_update=agent.env_steps_per_update(agent_config),
+        num_seeds=run_config.num_seeds,
+        grid=tuple(points),
+        resume=run_config.resume,
+        progress=run_config.progress,
+    )
+    return loop.run(loop_config, states, make_chunk_fn(agent, agent_config, env, updates))

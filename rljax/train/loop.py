@@ -1,0 +1,303 @@
+"""The host training loop shared by every agent.
+
+It calls one compiled chunk of several updates at a time for all agents (seeds × grid points,
+vmapped), and around it does everything that is not maths: resume from the latest checkpoint,
+periodic and final checkpoints, metrics files, a progress bar, NaN detection, SIGINT/SIGTERM
+handling, the learning-curve plot and the summary.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from rljax.train import checkpoints, plots, sweep
+from rljax.train.metrics import MetricsWriter
+
+
+class NonFiniteLossError(RuntimeError):
+    """A loss became NaN or infinite; the run stopped and kept its last good checkpoint."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """What the host loop needs to know about a run."""
+
+    workdir: str  # outputs: metrics.jsonl/csv, curves.png, summary.json, checkpoints/
+    title: str  # plot title and summary prefix, e.g. "ppo CartPole-v1"
+    num_updates: int  # total updates per agent
+    chunk_updates: int  # updates per compiled call; must divide num_updates
+    checkpoint_every: int  # chunks between periodic checkpoints
+    env_steps_per_update: int  # per agent
+    num_seeds: int  # S
+    grid: tuple[dict[str, float], ...]  # G grid points (hyperparameter dicts)
+    resume: bool  # continue from the latest checkpoint in workdir
+    progress: bool = True  # show a progress bar
+    final_window: float = 0.05  # fraction of the run whose episodes define the "final return"
+
+
+@dataclasses.dataclass
+class Summary:
+    """What a finished (or interrupted) run reports."""
+
+    final_return: np.ndarray  # [G, S]
+    updates_done: int
+    env_steps: int  # per agent
+    compile_s: float
+    run_s: float
+    interrupted: bool
+
+    def line(self, title: str) -> str:
+        fr = self.final_return
+        per_grid = ", ".join(
+            f"{np.nanmean(r):.1f} (min {np.nanmin(r):.1f})" if np.isfinite(r).any() else "n/a"
+            for r in fr
+        )
+        status = "interrupted" if self.interrupted else "done"
+        return (
+            f"{title}: {status} | {fr.shape[1]} seeds x {fr.shape[0]} grid point(s) | "
+            f"{self.env_steps:,} env steps each | final return {per_grid} | "
+            f"{self.compile_s + self.run_s:.1f} s (compile {self.compile_s:.1f} s)"
+        )
+
+
+class _StopFlag:
+    """Turns SIGINT/SIGTERM into a flag the loop checks between chunks."""
+
+    def __init__(self):
+        self.stop = False
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread (e.g. some notebook kernels)
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        if self.stop:  # a second Ctrl-C exits at once
+            raise KeyboardInterrupt
+        self.stop = True
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+
+def _archive_previous(workdir: str) -> None:
+    """Moves an earlier run out of the way instead of deleting it."""
+    if os.path.isdir(workdir) and os.listdir(workdir):
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        dest = f"{workdir.rstrip('/')}-prev-{stamp}"
+        shutil.move(workdir, dest)
+        print(f"[rljax] {workdir} held an earlier run; moved it to {dest}")
+
+
+def _rows(cfg: LoopConfig, metrics: dict[str, np.ndarray], first_update: int, carried: np.ndarray):
+    """Turns chunk metrics ``[A, n]`` into rows per (update, grid point); updates ``carried``."""
+    num_grid, num_seeds = len(cfg.grid), cfg.num_seeds
+    fields = sweep.swept_fields(list(cfg.grid))
+    n = next(iter(metrics.values())).shape[1]
+    rows = []
+    for i in range(n):
+        update = first_update + i + 1
+        ret = metrics["episode/return"][:, i]
+        carried[:] = np.where(np.isfinite(ret), ret, carried)
+        for g in range(num_grid):
+            sl = slice(g * num_seeds, (g + 1) * num_seeds)
+            row: dict[str, Any] = {
+                "update": update,
+                "env_steps": update * cfg.env_steps_per_update,
+                "grid": g,
+            }
+            row.update({k: cfg.grid[g][k] for k in fields})
+            with np.errstate(all="ignore"), _quiet():
+                r = carried[sl]
+                row["return/mean"] = float(np.nanmean(r))
+                row["return/min"] = float(np.nanmin(r))
+                row["return/max"] = float(np.nanmax(r))
+            for key, value in metrics.items():
+                if key != "episode/return":
+                    row[key] = float(np.mean(value[sl, i]))
+            rows.append(row)
+    return rows
+
+
+class _quiet:
+    def __enter__(self):
+        import warnings
+
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        self._w.__exit__(*exc)
+
+
+def _check_finite(metrics: dict[str, np.ndarray], update: int) -> None:
+    for key, value in metrics.items():
+        if key.startswith("loss/") and not np.all(np.isfinite(value)):
+            bad = np.argwhere(~np.isfinite(value))[0]
+            raise NonFiniteLossError(
+                f"{key} became {value[tuple(bad)]} for agent {bad[0]} within updates "
+                f"{update + 1}..{update + value.shape[1]}; stopped, keeping the last good "
+                "checkpoint"
+            )
+
+
+def run(
+    cfg: LoopConfig, states: Any, chunk_fn: Callable[[Any], tuple[Any, dict]]
+) -> tuple[Any, Summary]:
+    """Trains ``states`` (leaves ``[A, ...]``) by repeated calls of the jitted ``chunk_fn``.
+
+    Args:
+      cfg: loop settings.
+      states: initial agent states, A = G × S on the leading axis (used as the restore template).
+      chunk_fn: jitted ``states -> (states, metrics)`` doing ``cfg.chunk_updates`` updates; each
+        metric is ``[A, chunk_updates]`` and ``"episode/return"`` is NaN where no episode ended.
+
+    Returns:
+      The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses.
+    """
+    if cfg.num_updates % cfg.chunk_updates:
+        raise ValueError(
+            f"chunk_updates={cfg.chunk_updates} must divide num_updates={cfg.num_updates}"
+        )
+    ckpt_dir = os.path.join(cfg.workdir, "checkpoints")
+    if not cfg.resume:
+        _archive_previous(cfg.workdir)
+    os.makedirs(cfg.workdir, exist_ok=True)
+    ckpt = checkpoints.Checkpointer(ckpt_dir)
+    writer = MetricsWriter(cfg.workdir)
+    num_agents = len(cfg.grid) * cfg.num_seeds
+    carried = np.full(num_agents, np.nan)
+    window_start = cfg.num_updates - max(1, math.ceil(cfg.final_window * cfg.num_updates))
+    win_sum, win_count = np.zeros(num_agents), np.zeros(num_agents)
+    start = 0
+    latest = ckpt.latest_step() if cfg.resume else None
+    if latest is not None:
+        states, meta = ckpt.restore(latest, states)
+        start = latest
+        carried = np.asarray(meta["carried"], np.float64)
+        win_sum, win_count = np.asarray(meta["win_sum"]), np.asarray(meta["win_count"])
+        writer.truncate(start)
+        print(f"[rljax] resumed from update {start} in {ckpt_dir}")
+    else:
+        writer.reset()
+
+    def meta():
+        return {
+            "carried": [None if not np.isfinite(c) else float(c) for c in carried],
+            "win_sum": win_sum.tolist(),
+            "win_count": win_count.tolist(),
+        }
+
+    t0 = time.perf_counter()
+    compiled = chunk_fn.lower(states).compile() if hasattr(chunk_fn, "lower") else chunk_fn
+    compile_s = time.perf_counter() - t0
+    update, interrupted = start, False
+    bar = tqdm(
+        total=cfg.num_updates, initial=start, unit="upd", disable=not cfg.progress, smoothing=0.1
+    )
+    t0 = time.perf_counter()
+    chunks_done = 0
+    try:
+        with _StopFlag() as flag:
+            while update < cfg.num_updates:
+                states, metrics = compiled(states)
+                metrics = jax.device_get(metrics)
+                _check_finite(metrics, update)
+                ret, cnt = metrics["episode/return"], metrics["episode/count"]
+                in_window = (np.arange(update, update + cfg.chunk_updates) >= window_start)[None]
+                win_sum += np.sum(np.where(in_window & (cnt > 0), np.nan_to_num(ret) * cnt, 0), 1)
+                win_count += np.sum(np.where(in_window, cnt, 0), 1)
+                writer.write(_rows(cfg, metrics, update, carried))
+                update += cfg.chunk_updates
+                chunks_done += 1
+                elapsed = time.perf_counter() - t0
+                sps = chunks_done * cfg.chunk_updates * cfg.env_steps_per_update * num_agents
+                with np.errstate(all="ignore"), _quiet():
+                    bar.set_postfix(
+                        {
+                            "env-steps/s": f"{sps / elapsed:,.0f}",
+                            "return": f"{np.nanmean(carried):.1f}",
+                        }
+                    )
+                bar.update(cfg.chunk_updates)
+                if flag.stop:
+                    interrupted = True
+                    break
+                if chunks_done % cfg.checkpoint_every == 0 and update < cfg.num_updates:
+                    ckpt.save(update, states, meta())
+        ckpt.save(update, states, meta(), force=True)
+    finally:
+        bar.close()
+        ckpt.close()
+    run_s = time.perf_counter() - t0
+    writer.write_csv()
+    _plot(cfg, writer.read())
+    with np.errstate(all="ignore"), _quiet():
+        final = np.where(win_count > 0, win_sum / np.maximum(win_count, 1), np.nan)
+    summary = Summary(
+        final_return=final.reshape(len(cfg.grid), cfg.num_seeds),
+        updates_done=update,
+        env_steps=update * cfg.env_steps_per_update,
+        compile_s=compile_s,
+        run_s=run_s,
+        interrupted=interrupted,
+    )
+    with open(os.path.join(cfg.workdir, "summary.json"), "w") as f:
+        json.dump(
+            {
+                "title": cfg.title,
+                "updates": update,
+                "env_steps_per_agent": summary.env_steps,
+                "final_return": [
+                    [None if not np.isfinite(v) else v for v in g]
+                    for g in final.reshape(len(cfg.grid), -1).tolist()
+                ],
+                "grid": list(cfg.grid),
+                "compile_s": compile_s,
+                "run_s": run_s,
+                "interrupted": interrupted,
+            },
+            f,
+            indent=1,
+        )
+    return states, summary
+
+
+def _plot(cfg: LoopConfig, rows: list[dict]) -> None:
+    if not rows:
+        return
+    num_grid = len(cfg.grid)
+    updates = sorted({r["update"] for r in rows})
+    index = {u: i for i, u in enumerate(updates)}
+    curves = np.full((num_grid, 3, len(updates)), np.nan)
+    for r in rows:
+        for j, key in enumerate(("return/mean", "return/min", "return/max")):
+            value = r[key]
+            curves[r["grid"], j, index[r["update"]]] = np.nan if value is None else value
+    fields = sweep.swept_fields(list(cfg.grid))
+    labels = [sweep.label(p, fields) for p in cfg.grid]
+    x = np.asarray(updates) * cfg.env_steps_per_update
+    plots.band_curves(
+        x,
+        curves,
+        labels,
+        os.path.join(cfg.workdir, "curves.png"),
+        title=cfg.title,
+        num_seeds=cfg.num_seeds,
+    )

@@ -1,0 +1,66 @@
+"""Metrics files: one JSON object per line (``metrics.jsonl``) and the same rows as CSV."""
+
+import csv
+import json
+import math
+import os
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class MetricsWriter:
+    """Appends rows to ``<workdir>/metrics.jsonl``; ``write_csv`` mirrors them to CSV.
+
+    On resume, ``truncate(update)`` drops rows written after the checkpoint being resumed from,
+    so a resumed run's files equal an uninterrupted run's.
+    """
+
+    def __init__(self, workdir: str, name: str = "metrics"):
+        os.makedirs(workdir, exist_ok=True)
+        self.jsonl_path = os.path.join(workdir, f"{name}.jsonl")
+        self.csv_path = os.path.join(workdir, f"{name}.csv")
+
+    def read(self) -> list[dict]:
+        """All rows written so far (empty if there is no file)."""
+        if not os.path.exists(self.jsonl_path):
+            return []
+        with open(self.jsonl_path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def reset(self) -> None:
+        """Starts empty files (a fresh run)."""
+        for path in (self.jsonl_path, self.csv_path):
+            if os.path.exists(path):
+                os.remove(path)
+
+    def truncate(self, max_update: int) -> None:
+        """Keeps only rows with ``row["update"] <= max_update``."""
+        rows = [r for r in self.read() if r["update"] <= max_update]
+        tmp = self.jsonl_path + ".tmp"
+        with open(tmp, "w") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        os.replace(tmp, self.jsonl_path)
+
+    def write(self, rows: list[dict]) -> None:
+        """Appends rows (flat dicts of JSON-serializable scalars; NaN becomes null)."""
+        with open(self.jsonl_path, "a") as f:
+            for row in rows:
+                f.write(json.dumps({k: _clean(v) for k, v in row.items()}) + "\n")
+
+    def write_csv(self) -> None:
+        """Rewrites the CSV from the JSONL file (columns: the union of keys, in order seen)."""
+        rows = self.read()
+        columns: dict[str, None] = {}
+        for row in rows:
+            columns.update(dict.fromkeys(row))
+        tmp = self.csv_path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(columns))
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, self.csv_path)

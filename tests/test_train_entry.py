@@ -1,0 +1,71 @@
+"""experiments/train.py end to end: a tiny run with a sweep, and one-line errors for bad input."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = [
+    "--config=configs/ppo.py:CartPole-v1",
+    "--config.total_timesteps=1024",
+    "--config.num_seeds=2",
+    "--config.ppo.num_steps=32",
+    "--config.ppo.hidden=(16,)",
+    "--config.progress=False",
+]
+
+
+def _train(*args, timeout=240):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run(
+        [sys.executable, "experiments/train.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.timeout(300)
+def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
+    out = _train(*TINY, "--config.sweep.lr=1e-4,1e-3", f"--workdir={tmp_path}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ppo CartPole-v1: done | 2 seeds x 2 grid point(s)" in out.stdout
+    for name in ("metrics.jsonl", "metrics.csv", "curves.png", "summary.json"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert {r["grid"] for r in rows} == {0, 1}
+    assert {r["lr"] for r in rows} == {1e-4, 1e-3}
+    assert max(r["update"] for r in rows) == 8  # 1024 steps / (4 envs x 32 steps)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(summary["final_return"]) == 2 and len(summary["final_return"][0]) == 2
+    assert os.listdir(tmp_path / "checkpoints")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--config.foo=1"], "error: --config.foo: unknown key 'foo' at the top level; valid:"),
+        (["--config.ppo.lr=1"], "unknown key 'lr' at ppo; valid: activation"),
+        (["--config.hparams.lr=0"], "error: hparams.lr=0.0 is invalid; allowed: > 0"),
+        (["--config.total_timesteps=0"], "error: total_timesteps=0 is invalid"),
+        (["--config.ppo.num_minibatches=3"], "ppo.num_minibatches=3 does not divide the batch"),
+        (["--config.env_name=Pong"], "error: env_name='Pong' is unknown; valid: CartPole-v1"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, message, tmp_path):
+    out = _train(*TINY, *args, f"--workdir={tmp_path}", timeout=60)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert message in last, out.stderr[-1500:]
+    assert not (tmp_path / "checkpoints").exists()  # failed before anything ran
+
+
+def test_unknown_config_argument_lists_environments():
+    out = _train("--config=configs/ppo.py:Pong", timeout=60)
+    assert out.returncode != 0
+    assert "configs/ppo.py:Pong is unknown; valid: CartPole-v1, Acrobot-v1" in out.stderr
