@@ -32,12 +32,13 @@ def get_config(arg: str = "arithmetic"):
     c.model.d_ff = 128 if tiny else 512  # MLP width
 
     c.sft = ml_collections.ConfigDict()
-    c.sft.steps = 20 if tiny else 500  # short on purpose: a modest base leaves room for RL
+    c.sft.steps = 20 if tiny else 800  # optimizer steps
     c.sft.batch_size = 64
     c.sft.learning_rate = 3e-3
     c.sft.warmup_steps = 5 if tiny else 20
     c.sft.weight_decay = 0.01
-    c.sft.noise = 0.3  # share of traces with one corrupted character: an unsure base
+    c.sft.noise = 0.0  # share of traces with one corrupted character
+    c.sft.direct_frac = 0.75  # share of traces cut to the bare answer (no worked steps)
 
     c.rl = ml_collections.ConfigDict()  # None = the preset's value
     c.rl.learning_rate = config_dict.placeholder(float)

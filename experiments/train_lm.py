@@ -7,13 +7,12 @@ results.md/.json, pass_at_k.png, training.png. Re-running resumes RL from the la
 reuses the cached base model.
 """
 
-import os
+from rljax import xla_flags
 
-# Set before jax is imported (2-core CPU hang; see BRIEF). PENDING: rljax.xla_flags on main.
-_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+xla_flags.set_flags()  # before jax is imported: avoids a known 2-core CPU scheduler hang
 
 import dataclasses  # noqa: E402
+import os  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402

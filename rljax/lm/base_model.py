@@ -14,10 +14,10 @@ import os
 import jax
 
 from rljax.lm import sft
-from rljax.lm._pending_train import Checkpointer  # PENDING: rljax.train.checkpoints
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.lm.tasks import Problem, Task
-from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED
+from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED, _TaskBuilder
+from rljax.train.checkpoints import Checkpointer
 
 _VERSION = 1  # bump when the model or SFT code changes what a config produces
 
@@ -29,7 +29,7 @@ def cache_key(model_cfg: TransformerConfig, sft_cfg: sft.SFTConfig, task: Task) 
             "model": dataclasses.asdict(model_cfg),
             "sft": dataclasses.asdict(sft_cfg),
             "task": task.name,
-            "data": [NUM_TRAIN_PER_LEVEL, SEED],
+            "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
             "version": _VERSION,
         },
         sort_keys=True,

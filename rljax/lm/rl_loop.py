@@ -17,10 +17,11 @@ import numpy as np
 import tqdm
 
 from rljax.lm import rlvr
-from rljax.lm._pending_train import Checkpointer, MetricsWriter  # PENDING: rljax.train
 from rljax.lm.model import TransformerConfig
 from rljax.lm.rollout import generate_and_score
 from rljax.lm.tasks import Problem, Task
+from rljax.train.checkpoints import Checkpointer
+from rljax.train.metrics import MetricsWriter
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,6 +29,7 @@ class SFTConfig:
     warmup_steps: int = 20  # linear warm-up steps
     weight_decay: float = 0.01  # AdamW weight decay
     noise: float = 0.0  # probability that a trace has one character replaced (noisy traces)
+    direct_frac: float = 0.0  # probability that a trace is cut to its final answer (no steps)
     seed: int = 0  # initialization, batch order and noise
 
     def __post_init__(self):
@@ -37,8 +38,9 @@ class SFTConfig:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be >= 1")
         if not self.learning_rate > 0:
             raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
-        if not 0.0 <= self.noise <= 1.0:
-            raise ValueError(f"SFTConfig.noise={self.noise} must be in [0, 1]")
+        for name in ("noise", "direct_frac"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be in [0, 1]")
         if not 0 <= self.warmup_steps <= self.steps:
             raise ValueError(f"SFTConfig.warmup_steps={self.warmup_steps} must be in [0, steps]")
 
@@ -89,8 +91,18 @@ def corrupt(answer: str, rng: np.random.Generator) -> str:
     return answer[:i] + str(rng.choice([c for c in alphabet if c != answer[i]])) + answer[i + 1 :]
 
 
+def direct(answer: str) -> str:
+    """A worked trace cut to its final answer, the text after the last '=' (a guess, no steps)."""
+    return answer.rsplit("=", 1)[-1]
+
+
 def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: list[Problem]):
-    """Trains a base model from scratch on `problems` (with `cfg.noise` noisy traces).
+    """Trains a base model from scratch on `problems`.
+
+    The traces are a mixture: with probability `cfg.direct_frac` a trace is cut to its final
+    answer (the model learns to answer without steps, which is less accurate), and with
+    probability `cfg.noise` one character is corrupted. Either makes a base that is right only
+    part of the time, so RL has something to improve.
 
     Returns:
       (params, metrics of the last step).

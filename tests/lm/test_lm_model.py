@@ -8,8 +8,14 @@ import pytest
 
 from rljax.lm import tokenizer
 from rljax.lm.logprobs import completion_log_probs
-from rljax.lm.model import TransformerConfig, causal_mask, forward, init_params, num_params
-from rljax.lm.model import positions_from_mask
+from rljax.lm.model import (
+    TransformerConfig,
+    causal_mask,
+    forward,
+    init_params,
+    num_params,
+    positions_from_mask,
+)
 from rljax.lm.sampling import sample, sample_recompute
 
 CFG = TransformerConfig(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_len=20)
@@ -31,8 +37,9 @@ def _prompts():
 @pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.8), (0.0, 1.0)])
 def test_kv_cache_sampling_equals_full_recompute(params, temperature, top_p):
     tokens, mask = _prompts()
-    fast = jax.jit(sample, static_argnums=1, static_argnames=("max_new_tokens", "temperature",
-                                                              "top_p"))
+    fast = jax.jit(
+        sample, static_argnums=1, static_argnames=("max_new_tokens", "temperature", "top_p")
+    )
     for seed in range(3):
         kw = dict(max_new_tokens=8, temperature=temperature, top_p=top_p)
         a = fast(params, CFG, tokens, mask, jax.random.key(seed), **kw)
@@ -61,8 +68,9 @@ def test_left_padding_does_not_change_logits(params):
 def test_log_prob_masks_exclude_padding(params):
     prompt_tokens, prompt_mask = _prompts()
     comp_tokens, comp_mask = tokenizer.encode_completions(["3", "7", "9", "0"], 6)
-    logp, entropy = completion_log_probs(params, CFG, prompt_tokens, prompt_mask, comp_tokens,
-                                         comp_mask)
+    logp, entropy = completion_log_probs(
+        params, CFG, prompt_tokens, prompt_mask, comp_tokens, comp_mask
+    )
     chex.assert_shape([logp, entropy], comp_tokens.shape)
     assert (np.asarray(logp)[comp_mask == 0] == 0).all()
     assert (np.asarray(entropy)[comp_mask == 0] == 0).all()
@@ -82,8 +90,15 @@ def test_log_prob_masks_exclude_padding(params):
 
 def test_greedy_tokens_are_the_argmax_of_the_full_pass(params):
     prompt_tokens, prompt_mask = _prompts()
-    out = sample(params, CFG, prompt_tokens, prompt_mask, jax.random.key(0), max_new_tokens=5,
-                 temperature=0.0)
+    out = sample(
+        params,
+        CFG,
+        prompt_tokens,
+        prompt_mask,
+        jax.random.key(0),
+        max_new_tokens=5,
+        temperature=0.0,
+    )
     tokens = jnp.concatenate([prompt_tokens, out.tokens], axis=1)
     mask = jnp.concatenate([prompt_mask, out.mask], axis=1)
     logits, _ = forward(params, CFG, tokens, positions_from_mask(mask), causal_mask(mask))
@@ -103,8 +118,9 @@ def test_config_errors_name_the_field():
         sample(None, CFG, tokens, mask, jax.random.key(0), max_new_tokens=11)
 
 
-@pytest.mark.parametrize("d_model,n_layers,d_ff,low,high", [(64, 2, 256, 0.05e6, 0.2e6),
-                                                            (512, 6, 2048, 15e6, 25e6)])
+@pytest.mark.parametrize(
+    "d_model,n_layers,d_ff,low,high", [(64, 2, 256, 0.05e6, 0.2e6), (512, 6, 2048, 15e6, 25e6)]
+)
 def test_sizes_by_config(d_model, n_layers, d_ff, low, high):
     cfg = TransformerConfig(d_model=d_model, n_layers=n_layers, n_heads=8, d_ff=d_ff)
     shapes = jax.eval_shape(lambda: init_params(cfg, jax.random.key(0)))

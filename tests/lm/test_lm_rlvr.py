@@ -19,8 +19,16 @@ MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=20
 def setup():
     problems = make_split(TASK, num_per_level=8, seed=0)
     params = init_params(MODEL, jax.random.key(0))
-    scored = generate_and_score(params, MODEL, TASK, problems[:4], jax.random.key(1),
-                                group_size=4, temperature=1.0, top_p=1.0)
+    scored = generate_and_score(
+        params,
+        MODEL,
+        TASK,
+        problems[:4],
+        jax.random.key(1),
+        group_size=4,
+        temperature=1.0,
+        top_p=1.0,
+    )
     rewards = np.tile(np.array([[1.0, 0.0, 0.0, 1.0]], np.float32), (4, 1))  # varied groups
     batch = rlvr.RolloutBatch(*scored[:4], rewards, np.ones((4, 4), np.float32))
     return params, batch
@@ -32,8 +40,9 @@ def test_every_preset_runs_one_step(setup, preset):
     params, batch = setup
     cfg, _ = presets.make_rl_config(preset, completion_length=completion_length(TASK))
     state = rlvr.init(cfg, params)
-    step = jax.jit(chex.assert_max_traces(
-        lambda s, b, k: rlvr.update(s, b, k, cfg=cfg, model_cfg=MODEL), n=1))
+    step = jax.jit(
+        chex.assert_max_traces(lambda s, b, k: rlvr.update(s, b, k, cfg=cfg, model_cfg=MODEL), n=1)
+    )
     new_state, metrics = step(state, batch, jax.random.key(0))
     assert int(new_state.step) == 1
     assert all(np.isfinite(float(v)) for v in metrics.values()), metrics
@@ -49,8 +58,9 @@ def test_zero_variance_batch_leaves_grpo_policy_unchanged(setup):
     params, batch = setup
     cfg, _ = presets.make_rl_config("dr_grpo", completion_length=completion_length(TASK))
     flat = batch._replace(rewards=np.ones_like(batch.rewards))
-    new_state, metrics = rlvr.update(rlvr.init(cfg, params), flat, jax.random.key(0), cfg=cfg,
-                                     model_cfg=MODEL)
+    new_state, metrics = rlvr.update(
+        rlvr.init(cfg, params), flat, jax.random.key(0), cfg=cfg, model_cfg=MODEL
+    )
     assert float(metrics["adv/abs_mean"]) == 0.0
     diff = jax.tree.map(lambda a, b: float(np.abs(a - b).max()), new_state.params, params)
     assert max(jax.tree.leaves(diff)) < 1e-6  # only weight decay-free Adam on zero gradients
@@ -58,10 +68,17 @@ def test_zero_variance_batch_leaves_grpo_policy_unchanged(setup):
 
 def test_kl_in_reward_and_entropy_bonus_run(setup):
     params, batch = setup
-    cfg, _ = presets.make_rl_config("grpo", completion_length=completion_length(TASK),
-                                    kl="k1", kl_in_reward=True, kl_coef=0.1, entropy_coef=0.01)
-    _, metrics = rlvr.update(rlvr.init(cfg, params), batch, jax.random.key(0), cfg=cfg,
-                             model_cfg=MODEL)
+    cfg, _ = presets.make_rl_config(
+        "grpo",
+        completion_length=completion_length(TASK),
+        kl="k1",
+        kl_in_reward=True,
+        kl_coef=0.1,
+        entropy_coef=0.01,
+    )
+    _, metrics = rlvr.update(
+        rlvr.init(cfg, params), batch, jax.random.key(0), cfg=cfg, model_cfg=MODEL
+    )
     assert abs(float(metrics["kl"])) < 1.0 and np.isfinite(float(metrics["entropy"]))
 
 
@@ -91,17 +108,48 @@ def test_loop_resumes_from_checkpoint(tmp_path):
     problems = make_split(TASK, num_per_level=8, seed=0)
     params = init_params(MODEL, jax.random.key(0))
     cfg, dynamic = presets.make_rl_config("dapo", completion_length=completion_length(TASK))
-    run = rl_loop.RunConfig(steps=2, prompts_per_step=4, group_size=2, eval_every=1,
-                            eval_problems=4, checkpoint_every=1)
-    full, rows = rl_loop.train(run, cfg, dynamic, MODEL, TASK, problems, problems, params,
-                               str(tmp_path / "a"), progress=False)
+    run = rl_loop.RunConfig(
+        steps=2, prompts_per_step=4, group_size=2, eval_every=1, eval_problems=4, checkpoint_every=1
+    )
+    full, rows = rl_loop.train(
+        run,
+        cfg,
+        dynamic,
+        MODEL,
+        TASK,
+        problems,
+        problems,
+        params,
+        str(tmp_path / "a"),
+        progress=False,
+    )
     assert [r["update"] for r in rows] == [1, 2] and "eval/pass@1" in rows[-1]
     # Stop after one step, then resume to two: same parameters as the uninterrupted run.
     one = rl_loop.RunConfig(**{**run.__dict__, "steps": 1})
-    rl_loop.train(one, cfg, dynamic, MODEL, TASK, problems, problems, params,
-                  str(tmp_path / "b"), progress=False)
-    resumed, rows_b = rl_loop.train(run, cfg, dynamic, MODEL, TASK, problems, problems, params,
-                                    str(tmp_path / "b"), progress=False)
+    rl_loop.train(
+        one,
+        cfg,
+        dynamic,
+        MODEL,
+        TASK,
+        problems,
+        problems,
+        params,
+        str(tmp_path / "b"),
+        progress=False,
+    )
+    resumed, rows_b = rl_loop.train(
+        run,
+        cfg,
+        dynamic,
+        MODEL,
+        TASK,
+        problems,
+        problems,
+        params,
+        str(tmp_path / "b"),
+        progress=False,
+    )
     assert [r["update"] for r in rows_b] == [1, 2]
     for a, b in zip(jax.tree.leaves(full.params), jax.tree.leaves(resumed.params), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)

@@ -10,10 +10,37 @@ from rljax.lm.tasks import TASKS, Problem, reward, safe_verify, train_test_split
 from rljax.lm.tasks.grammar import parse_expression, parse_int
 
 ADVERSARIAL = [
-    "", " ", "\x00", "1" * 10_000, "(" * 500 + "1" + ")" * 500, "__import__('os')",
-    "eval('1+1')", "1e9", "0x10", "1_000", "١٢", "+-1", "--1", "1/0", "9999*9999*9999*9999",
-    "1+", "()", ")(", "1 2", "NaN", "inf", "-", "2**1000", "lambda:1", "None", "\n12",
-    "abc\x00", "ÄÖÜ", "99999999999999999999", "1;import os", "12\n",
+    "",
+    " ",
+    "\x00",
+    "1" * 10_000,
+    "(" * 500 + "1" + ")" * 500,
+    "__import__('os')",
+    "eval('1+1')",
+    "1e9",
+    "0x10",
+    "1_000",
+    "١٢",
+    "+-1",
+    "--1",
+    "1/0",
+    "9999*9999*9999*9999",
+    "1+",
+    "()",
+    ")(",
+    "1 2",
+    "NaN",
+    "inf",
+    "-",
+    "2**1000",
+    "lambda:1",
+    "None",
+    "\n12",
+    "abc\x00",
+    "ÄÖÜ",
+    "99999999999999999999",
+    "1;import os",
+    "12\n",
 ]
 
 
@@ -37,7 +64,10 @@ def test_reference_answers_are_correct_and_tokenizable(name):
             assert len(p.prompt) <= task.max_prompt_chars
             assert len(p.answer) <= task.max_answer_chars
             assert safe_verify(task, p, p.answer) == (True, True)
-            assert tokenizer.decode([*tokenizer.encode(p.answer), tokenizer.EOS]) == (p.answer, True)
+            assert tokenizer.decode([*tokenizer.encode(p.answer), tokenizer.EOS]) == (
+                p.answer,
+                True,
+            )
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

@@ -21,8 +21,8 @@ SEED = 20261120
 class _TaskBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Shared body of the task builders; subclasses only name their task."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release.", "1.1.0": "Arithmetic: worked traces, 3 levels."}
     TASK: Task
 
     def _info(self) -> tfds.core.DatasetInfo:
