@@ -39,6 +39,7 @@ def get_config(arg: str = "arithmetic"):
     c.sft.weight_decay = 0.01
     c.sft.noise = 0.0  # share of traces with one corrupted character
     c.sft.direct_frac = 0.75  # share of traces cut to the bare answer (no worked steps)
+    c.sft.direct_noise = 0.6  # share of those bare answers that are wrong (sloppy guesses)
 
     c.rl = ml_collections.ConfigDict()  # None = the preset's value
     c.rl.learning_rate = config_dict.placeholder(float)

@@ -16,6 +16,7 @@ import os  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
+import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
@@ -41,7 +42,9 @@ def run(config, workdir: str) -> dict:
     train = [p for p in load_problems(task.name, "train", config.data_dir) if p.level <= max_level]
     test = [p for p in load_problems(task.name, "test", config.data_dir) if p.level <= max_level]
     test = sorted(test, key=lambda p: (p.level, p.prompt))
-    test = test[:: max(1, len(test) // config.eval.num_problems)][: config.eval.num_problems]
+    # Evenly spaced over the level-sorted list, so every level is represented.
+    picks = np.linspace(0, len(test) - 1, min(config.eval.num_problems, len(test)))
+    test = [test[int(round(i))] for i in picks]
     model_cfg = TransformerConfig(
         max_len=prompt_length(task) + completion_length(task), **config.model
     )

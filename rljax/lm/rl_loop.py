@@ -113,7 +113,7 @@ def train(
         lambda s, b, k: rlvr.update(s, b, k, cfg=rl_cfg, model_cfg=model_cfg), donate_argnums=(0,)
     )
     key = jax.random.key(run.seed)
-    quick = eval_problems[: run.eval_problems]
+    quick = eval_problems[:: max(1, len(eval_problems) // run.eval_problems)][: run.eval_problems]
     drawn = run.prompts_per_step * (run.oversample if dynamic_sampling else 1)
     bar = tqdm.tqdm(
         range(start, run.steps), initial=start, total=run.steps, disable=not progress, desc="RL"

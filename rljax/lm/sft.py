@@ -30,6 +30,7 @@ class SFTConfig:
     weight_decay: float = 0.01  # AdamW weight decay
     noise: float = 0.0  # probability that a trace has one character replaced (noisy traces)
     direct_frac: float = 0.0  # probability that a trace is cut to its final answer (no steps)
+    direct_noise: float = 0.0  # probability that such a bare answer is corrupted (a bad guess)
     seed: int = 0  # initialization, batch order and noise
 
     def __post_init__(self):
@@ -38,7 +39,7 @@ class SFTConfig:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be >= 1")
         if not self.learning_rate > 0:
             raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
-        for name in ("noise", "direct_frac"):
+        for name in ("noise", "direct_frac", "direct_noise"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be in [0, 1]")
         if not 0 <= self.warmup_steps <= self.steps:
@@ -100,8 +101,8 @@ def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: li
     """Trains a base model from scratch on `problems`.
 
     The traces are a mixture: with probability `cfg.direct_frac` a trace is cut to its final
-    answer (the model learns to answer without steps, which is less accurate), and with
-    probability `cfg.noise` one character is corrupted. Either makes a base that is right only
+    answer (a bare guess, corrupted with probability `cfg.direct_noise`), and with probability
+    `cfg.noise` any trace gets one corrupted character. Either makes a base that is right only
     part of the time, so RL has something to improve.
 
     Returns:
@@ -115,7 +116,14 @@ def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: li
     metrics = {}
     for _ in range(cfg.steps):
         chosen = [problems[i] for i in rng.integers(0, len(problems), size=cfg.batch_size)]
-        noisy = rng.uniform(size=len(chosen)) < cfg.noise
+        cut = rng.uniform(size=len(chosen)) < cfg.direct_frac
+        chosen = [
+            p._replace(answer=direct(p.answer)) if c else p
+            for p, c in zip(chosen, cut, strict=True)
+        ]
+        noisy = (rng.uniform(size=len(chosen)) < cfg.noise) | (
+            cut & (rng.uniform(size=len(chosen)) < cfg.direct_noise)
+        )
         chosen = [
             p._replace(answer=corrupt(p.answer, rng)) if n else p
             for p, n in zip(chosen, noisy, strict=True)
