@@ -85,8 +85,10 @@ def make_optimizer(cfg: RLConfig) -> optax.GradientTransformation:
 
 def init(cfg: RLConfig, base_params) -> RLState:
     """The policy starts at the base model, which is also the KL reference."""
+    # Copies: the state is donated to the jitted update, the caller's base must survive it.
     params = jax.tree.map(jnp.array, base_params)
-    return RLState(params, make_optimizer(cfg).init(params), base_params, jnp.zeros((), jnp.int32))
+    ref_params = jax.tree.map(jnp.array, base_params)
+    return RLState(params, make_optimizer(cfg).init(params), ref_params, jnp.zeros((), jnp.int32))
 
 
 def loss_fn(params, cfg: RLConfig, model_cfg: TransformerConfig, mb: dict):

@@ -12,7 +12,7 @@ from rljax.lm.rollout import generate_and_score
 from rljax.lm.tasks import TASKS, make_split
 
 TASK = TASKS["arithmetic"]
-MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=20)
+MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=32)
 
 
 @pytest.fixture(scope="module")
