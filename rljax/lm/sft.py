@@ -1,0 +1,132 @@
+"""Supervised fine-tuning on task traces: the base model that RL starts from.
+
+`loss_fn` is next-token cross-entropy on completion tokens only, averaged over real tokens with
+`reduce.masked_mean`. `update` is one jitted AdamW step; `train` is the short host loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+from typing import NamedTuple
+
+import jax
+import numpy as np
+import optax
+
+from rljax.lm.data import SeqBatch, encode_problems
+from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.model import TransformerConfig, init_params
+from rljax.lm.tasks import Problem, Task
+from rljax.losses import reduce
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTConfig:
+    steps: int = 300  # optimizer steps; few enough that the base stays modest
+    batch_size: int = 64  # problems per step
+    learning_rate: float = 1e-3  # AdamW peak learning rate (cosine decay after warm-up)
+    warmup_steps: int = 20  # linear warm-up steps
+    weight_decay: float = 0.01  # AdamW weight decay
+    noise: float = 0.0  # probability that a trace has one character replaced (noisy traces)
+    direct_frac: float = 0.0  # probability that a trace is cut to its final answer (no steps)
+    direct_noise: float = 0.0  # probability that such a bare answer is corrupted (a bad guess)
+    seed: int = 0  # initialization, batch order and noise
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be >= 1")
+        if not self.learning_rate > 0:
+            raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
+        for name in ("noise", "direct_frac", "direct_noise"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be in [0, 1]")
+        if not 0 <= self.warmup_steps <= self.steps:
+            raise ValueError(f"SFTConfig.warmup_steps={self.warmup_steps} must be in [0, steps]")
+
+
+class SFTState(NamedTuple):
+    params: dict
+    opt_state: optax.OptState
+    step: jax.Array
+
+
+def make_optimizer(cfg: SFTConfig) -> optax.GradientTransformation:
+    schedule = optax.warmup_cosine_decay_schedule(
+        0.0, cfg.learning_rate, max(cfg.warmup_steps, 1), cfg.steps, cfg.learning_rate * 0.1
+    )
+    return optax.chain(
+        optax.clip_by_global_norm(1.0), optax.adamw(schedule, weight_decay=cfg.weight_decay)
+    )
+
+
+def init(cfg: SFTConfig, model_cfg: TransformerConfig, key: jax.Array) -> SFTState:
+    params = init_params(model_cfg, key)
+    return SFTState(params, make_optimizer(cfg).init(params), jax.numpy.zeros((), jax.numpy.int32))
+
+
+def loss_fn(params, model_cfg: TransformerConfig, batch: SeqBatch):
+    """Mean negative log-likelihood per completion token. Returns (loss, metrics)."""
+    logp, _ = completion_log_probs(params, model_cfg, *batch)
+    nll = reduce.masked_mean(-logp, batch.completion_mask)
+    return nll, {"sft/nll": nll}
+
+
+def update(state: SFTState, batch: SeqBatch, *, cfg: SFTConfig, model_cfg: TransformerConfig):
+    """One AdamW step on `batch`. Returns (state, metrics)."""
+    (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, model_cfg, batch)
+    updates, opt_state = make_optimizer(cfg).update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics["grad_norm"] = optax.tree.norm(grads)
+    return SFTState(params, opt_state, state.step + 1), metrics
+
+
+def corrupt(answer: str, rng: np.random.Generator) -> str:
+    """Replaces one digit or letter of `answer` by another of the same kind (a noisy trace)."""
+    positions = [i for i, c in enumerate(answer) if c.isdigit() or c.islower()]
+    if not positions:
+        return answer
+    i = int(rng.choice(positions))
+    alphabet = string.digits if answer[i].isdigit() else string.ascii_lowercase
+    return answer[:i] + str(rng.choice([c for c in alphabet if c != answer[i]])) + answer[i + 1 :]
+
+
+def direct(answer: str) -> str:
+    """A worked trace cut to its final answer, the text after the last '=' (a guess, no steps)."""
+    return answer.rsplit("=", 1)[-1]
+
+
+def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: list[Problem]):
+    """Trains a base model from scratch on `problems`.
+
+    The traces are a mixture: with probability `cfg.direct_frac` a trace is cut to its final
+    answer (a bare guess, corrupted with probability `cfg.direct_noise`), and with probability
+    `cfg.noise` any trace gets one corrupted character. Either makes a base that is right only
+    part of the time, so RL has something to improve.
+
+    Returns:
+      (params, metrics of the last step).
+    """
+    if not problems:
+        raise ValueError("SFT needs at least one training problem, got an empty list")
+    state = init(cfg, model_cfg, jax.random.key(cfg.seed))
+    step_fn = jax.jit(lambda s, b: update(s, b, cfg=cfg, model_cfg=model_cfg), donate_argnums=(0,))
+    rng = np.random.default_rng(cfg.seed)
+    metrics = {}
+    for _ in range(cfg.steps):
+        chosen = [problems[i] for i in rng.integers(0, len(problems), size=cfg.batch_size)]
+        cut = rng.uniform(size=len(chosen)) < cfg.direct_frac
+        chosen = [
+            p._replace(answer=direct(p.answer)) if c else p
+            for p, c in zip(chosen, cut, strict=True)
+        ]
+        noisy = (rng.uniform(size=len(chosen)) < cfg.noise) | (
+            cut & (rng.uniform(size=len(chosen)) < cfg.direct_noise)
+        )
+        chosen = [
+            p._replace(answer=corrupt(p.answer, rng)) if n else p
+            for p, n in zip(chosen, noisy, strict=True)
+        ]
+        state, metrics = step_fn(state, encode_problems(task, chosen))
+    return state.params, {k: float(v) for k, v in metrics.items()}
