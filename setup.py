@@ -22,6 +22,7 @@ setup(
         "array-record>=0.5",
         "matplotlib>=3.8",
         "tqdm>=4.66",
+        "importlib_resources>=6.0",
     ],
     extras_require={
         "dev": [
