@@ -20,7 +20,7 @@ import time  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import envs  # noqa: E402
+from rljax import envs, machine  # noqa: E402
 from rljax.agents import dqn  # noqa: E402
 from rljax.train import sweep  # noqa: E402
 
@@ -66,7 +66,8 @@ def main():
     parser.add_argument("--total_timesteps", type=int, default=500_000)
     parser.add_argument("--head", default="mse", help="value head (rljax.nets.q_heads.HEADS)")
     args = parser.parse_args()
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; CartPole-v1 DQN ({args.head})")
+    print(f"machine: {machine.describe()}")
+    print(f"CartPole-v1 DQN ({args.head})")
     for s in (int(x) for x in args.seeds.split(",")):
         r = bench(s, args.total_timesteps, args.head)
         rets = ", ".join(f"{x:.0f}" for x in r["final_return"])

@@ -1,9 +1,15 @@
-"""Benchmark: CartPole PPO throughput at 1/8/16/64 seeds, and raw env stepping vs bare gymnax.
+"""Benchmark: the main job's wall-clock, CartPole PPO throughput at 1/8/16/64 seeds, and raw env
+stepping vs bare gymnax.
 
-    python scripts/bench_ppo.py [--seeds=1,8,16,64] [--envs=1,256,4096]
+    python scripts/bench_ppo.py [--main] [--seeds=1,8,16,64] [--envs=1,256,4096]
 
-Uses the classic single-file JAX PPO setup: 4 envs x 128 steps, 4 epochs, 4 minibatches,
-64x64 tanh MLP, lr 2.5e-4 annealed, 500k env steps per seed. Prints the machine it ran on.
+``--main`` first times the README's main job end to end, as a user runs it: a fresh
+``python experiments/train.py --config=configs/ppo.py:CartPole-v1`` process (imports, compile,
+8 seeds x 500k steps, checkpoints, metrics and plots), wall-clock from process start to exit.
+
+The throughput table uses the classic single-file JAX PPO setup: 4 envs x 128 steps, 4 epochs,
+4 minibatches, 64x64 tanh MLP, lr 2.5e-4 annealed, 500k env steps per seed. Prints the machine it
+ran on.
 """
 
 from rljax import xla_flags
@@ -13,14 +19,16 @@ xla_flags.set_flags()
 import argparse  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import envs  # noqa: E402
+from rljax import envs, machine  # noqa: E402
 from rljax.agents import ppo  # noqa: E402
 from rljax.train import experiment  # noqa: E402
 
@@ -28,20 +36,6 @@ CLASSIC = ppo.Config(
     num_envs=4, num_steps=128, num_epochs=4, num_minibatches=4, hidden=(64, 64), num_updates=976
 )
 HPARAMS = ppo.Hparams(2.5e-4, 0.2, 0.01, 0.5, 0.99, 0.95)
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
-    device = jax.devices()[0]
-    return (
-        f"{cpu} | {os.cpu_count()} cores | jax {jax.__version__} | "
-        f"{device.platform}:{device.device_kind} x{jax.device_count()}"
-    )
 
 
 def bench_ppo(num_seeds: int, total_steps: int) -> dict:
@@ -116,6 +110,24 @@ def bench_env(num_envs: int, total_steps: int, repeats: int = 3) -> tuple[float,
     return steps / best["bare"], steps / best["adapter"]
 
 
+def bench_main_job() -> tuple[float, str]:
+    """Wall-clock of the main job as a fresh process, and its one-line summary."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    with tempfile.TemporaryDirectory() as workdir:
+        cmd = [
+            sys.executable,
+            os.path.join(root, "experiments", "train.py"),
+            "--config=" + os.path.join(root, "configs", "ppo.py") + ":CartPole-v1",
+            f"--workdir={workdir}",
+            "--config.progress=False",
+        ]
+        t0 = time.perf_counter()
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        wall = time.perf_counter() - t0
+    return wall, next(line for line in out.splitlines() if "done |" in line)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1,8,16,64", help="comma-separated seed counts")
@@ -124,8 +136,13 @@ def main():
     parser.add_argument(
         "--env-steps", type=int, default=2_000_000, help="random steps per env test"
     )
+    parser.add_argument("--main", action="store_true", help="time the main job first")
     args = parser.parse_args()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine.describe()}")
+    if args.main:
+        wall, summary = bench_main_job()
+        print(f"main job (configs/ppo.py:CartPole-v1), process wall-clock {wall:.1f} s")
+        print(f"  {summary}")
     print("PPO CartPole-v1, 4 envs x 128 steps, 4 epochs x 4 minibatches, 64x64 tanh")
     print(f"{'seeds':>6} {'compile s':>10} {'run s':>8} {'env-steps/s':>12} {'final return':>14}")
     for s in (int(v) for v in args.seeds.split(",")):

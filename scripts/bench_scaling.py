@@ -32,7 +32,6 @@ xla_flags.set_flags(num_cpu_devices=_cpu_devices(sys.argv[1:]))  # only affects 
 
 import json  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -41,7 +40,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rljax import envs  # noqa: E402
+from rljax import envs, machine  # noqa: E402
 from rljax.agents import ppo  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.parallel import population  # noqa: E402
@@ -67,20 +66,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=3, help="timed calls after one warm-up call")
     p.add_argument("--out", default="runs/bench_scaling")
     return p.parse_args(argv)
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
-    device = jax.devices()[0]
-    return (
-        f"{cpu} | {os.cpu_count()} cores | jax {jax.__version__} | "
-        f"{device.platform}:{device.device_kind} x{jax.device_count()}"
-    )
 
 
 def measure(num_devices: int, num_agents: int, args) -> dict:
@@ -127,7 +112,7 @@ def main() -> None:
             sys.exit(f"error: --agents={args.agents} is not divisible by {d} devices")
     os.makedirs(args.out, exist_ok=True)
     fake = jax.devices()[0].platform == "cpu"
-    print(f"[bench_scaling] {machine()}")
+    print(f"[bench_scaling] {machine.describe()}")
     rows = []
     for mode, agents_of in (
         ("strong", lambda d: args.agents),
@@ -137,7 +122,7 @@ def main() -> None:
             row = {"mode": mode, **measure(d, agents_of(d), args)}
             rows.append(row)
             print(f"[bench_scaling] {row}")
-    result = {"machine": machine(), "fake_cpu_devices": fake, "rows": rows}
+    result = {"machine": machine.describe(), "fake_cpu_devices": fake, "rows": rows}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
     lines = [

@@ -206,13 +206,15 @@ def _advantages(config, env, params, traj: Transition, hparams: Hparams):
     return adv, adv + traj.value
 
 
-def _sgd_step(config, env, state: State, batch: Batch, lr: jax.Array):
+def _sgd_step(config, env, hparams: Hparams, train, batch: Batch, lr: jax.Array):
+    """One minibatch step on ``train = (params, opt_state)``."""
+    params, opt_state = train
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-    (_, metrics), grads = grad_fn(state.params, config, env, batch, state.hparams)
-    updates, opt_state = optimizer(config).update(grads, state.opt_state, state.params)
-    params = jax.tree.map(lambda p, u: p - lr * u, state.params, updates)
+    (_, metrics), grads = grad_fn(params, config, env, batch, hparams)
+    updates, opt_state = optimizer(config).update(grads, opt_state, params)
+    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
     metrics["grad_norm"] = optax.tree.norm(grads)
-    return state._replace(params=params, opt_state=opt_state), metrics
+    return (params, opt_state), metrics
 
 
 def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, dict[str, jax.Array]]:
@@ -238,15 +240,17 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     lr = state.hparams.lr * frac
     minibatch_size = n // config.num_minibatches
 
-    def _epoch(agent: State, epoch_key):
+    def _epoch(train, epoch_key):
         perm = jax.random.permutation(epoch_key, n)
         batches = jax.tree.map(
             lambda x: x[perm].reshape(config.num_minibatches, minibatch_size, *x.shape[1:]), flat
         )
-        return jax.lax.scan(lambda a, mb: _sgd_step(config, env, a, mb, lr), agent, batches)
+        step = lambda t, mb: _sgd_step(config, env, state.hparams, t, mb, lr)  # noqa: E731
+        return jax.lax.scan(step, train, batches)
 
     epoch_keys = jax.random.split(perm_key, config.num_epochs)
-    state, metrics = jax.lax.scan(_epoch, state, epoch_keys)
+    (params, opt_state), metrics = jax.lax.scan(_epoch, (state.params, state.opt_state), epoch_keys)
+    state = state._replace(params=params, opt_state=opt_state)
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics.update(rollout_lib.episode_summary(stats))
     state = state._replace(env=env_state, step=state.step + 1)
