@@ -12,6 +12,8 @@ environment's discounted-return range for the categorical heads). Measured resul
 
 import ml_collections
 
+from rljax.train import overrides
+
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
     # The classic purejaxrl/CleanRL setup: 4 seeds x 500k steps.
@@ -101,10 +103,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Comma-separated values train as a grid together with the seeds, e.g. lr="1e-4,3e-4".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    for dotted, value in ENV_OVERRIDES[env_name].items():
-        node = c
-        *parents, leaf = dotted.split(".")
-        for p in parents:
-            node = node[p]
-        node[leaf] = value
-    return c
+    return overrides.apply(c, ENV_OVERRIDES[env_name])

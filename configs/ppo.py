@@ -9,6 +9,8 @@ what it reaches and how long it takes on a 2-core laptop CPU (measured; see READ
 
 import ml_collections
 
+from rljax.train import overrides
+
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
     # 8 seeds x 500k steps; every seed ends at 500 (see README results table). One epoch of
@@ -86,10 +88,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Comma-separated values train as a grid together with the seeds, e.g. lr="1e-4,3e-4".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    for dotted, value in ENV_OVERRIDES[env_name].items():
-        node = c
-        *parents, leaf = dotted.split(".")
-        for p in parents:
-            node = node[p]
-        node[leaf] = value
-    return c
+    return overrides.apply(c, ENV_OVERRIDES[env_name])

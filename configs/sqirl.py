@@ -11,6 +11,8 @@ exploration. Measured results and run times are in docs/value_based.md.
 
 import ml_collections
 
+from rljax.train import overrides
+
 ENV_OVERRIDES = {
     # 4 seeds x 150k steps, k=1, gamma=0.95: final return 478.5 (min 421), 54 s on a loaded
     # 2-core CPU; borderline and budget-sensitive (300k: 374). See docs/value_based.md.
@@ -71,10 +73,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    for dotted, value in ENV_OVERRIDES[env_name].items():
-        node = c
-        *parents, leaf = dotted.split(".")
-        for p in parents:
-            node = node[p]
-        node[leaf] = value
-    return c
+    return overrides.apply(c, ENV_OVERRIDES[env_name])
