@@ -6,8 +6,9 @@
 
 The argument is `<task>[,tiny]`, task in {arithmetic, countdown, strings, equation}; presets are
 grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo (rljax/lm/presets.py). `rl.*` fields left at
-None take the preset's value. Default arithmetic (levels 1-3, 0.4M params) on a 2-core CPU:
-see docs/lm.md for the measured run time and pass@1 of base vs RL.
+None take the preset's value. Default arithmetic (levels 1-3, 0.8M params, a base trained on
+traces of which half carry one wrong character) on the 2-core CPU: SFT 183 s (cached afterwards),
+GRPO 200 steps 281 s, held-out pass@1 0.351 -> 0.558 (docs/lm.md).
 """
 
 import ml_collections
@@ -27,19 +28,19 @@ def get_config(arg: str = "arithmetic"):
 
     c.model = ml_collections.ConfigDict()
     c.model.d_model = 64 if tiny else 128  # residual width
-    c.model.n_layers = 1 if tiny else 2  # transformer blocks
+    c.model.n_layers = 1 if tiny else 4  # transformer blocks
     c.model.n_heads = 4  # attention heads
     c.model.d_ff = 128 if tiny else 512  # MLP width
 
     c.sft = ml_collections.ConfigDict()
-    c.sft.steps = 20 if tiny else 800  # optimizer steps
+    c.sft.steps = 20 if tiny else 1500  # optimizer steps
     c.sft.batch_size = 64
     c.sft.learning_rate = 3e-3
     c.sft.warmup_steps = 5 if tiny else 20
     c.sft.weight_decay = 0.01
-    c.sft.noise = 0.0  # share of traces with one corrupted character
-    c.sft.direct_frac = 0.75  # share of traces cut to the bare answer (no worked steps)
-    c.sft.direct_noise = 0.6  # share of those bare answers that are wrong (sloppy guesses)
+    c.sft.noise = 0.5  # share of traces with one corrupted character (a sloppy base)
+    c.sft.direct_frac = 0.0  # share of traces cut to the bare answer (no worked steps)
+    c.sft.direct_noise = 0.0  # share of those bare answers that are wrong (bad guesses)
 
     c.rl = ml_collections.ConfigDict()  # None = the preset's value
     c.rl.learning_rate = config_dict.placeholder(float)
@@ -56,7 +57,7 @@ def get_config(arg: str = "arithmetic"):
     c.rl.dynamic_sampling = config_dict.placeholder(bool)
 
     c.run = ml_collections.ConfigDict()
-    c.run.steps = 3 if tiny else 100  # RL updates
+    c.run.steps = 3 if tiny else 200  # RL updates
     c.run.prompts_per_step = 8 if tiny else 32  # B
     c.run.group_size = 4 if tiny else 8  # G
     c.run.oversample = 2  # dynamic sampling over-generation factor

@@ -21,11 +21,12 @@ import time  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax.lm import presets, rlvr  # noqa: E402
+from rljax.lm import presets, rlvr, tokenizer  # noqa: E402
 from rljax.lm.data import completion_length  # noqa: E402
 from rljax.lm.model import TransformerConfig, init_params, num_params  # noqa: E402
 from rljax.lm.rollout import generate_and_score, sample_jit  # noqa: E402
 from rljax.lm.tasks import TASKS, make_split  # noqa: E402
+from rljax.lm.tasks.base import safe_verify  # noqa: E402
 
 SIZES = {
     "1m": dict(d_model=160, n_layers=3, n_heads=4, d_ff=640),
@@ -136,23 +137,11 @@ def bench_reference(name: str, repeats: int) -> dict | None:
     """HF `generate` with a static cache on a matching GPT-NeoX model (torch, CPU)."""
     try:
         import torch
-        import transformers
+        import transformers  # noqa: F401  (used by _hf_model)
     except ImportError:
         print(f"[{name}] reference skipped: torch/transformers are not installed")
         return None
-    s = SIZES[name]
-    config = transformers.GPTNeoXConfig(
-        vocab_size=64,
-        hidden_size=s["d_model"],
-        num_hidden_layers=s["n_layers"],
-        num_attention_heads=s["n_heads"],
-        intermediate_size=s["d_ff"],
-        rotary_pct=1.0,
-        use_parallel_residual=False,
-        max_position_embeddings=64,
-        hidden_act="gelu",
-    )
-    model = transformers.GPTNeoXForCausalLM(config).eval()
+    model = _hf_model(name).eval()
     prompts = torch.ones((128, 9), dtype=torch.long)
     answer_len = completion_length(TASKS["arithmetic"])
 
@@ -171,11 +160,112 @@ def bench_reference(name: str, repeats: int) -> dict | None:
     return {"size": name, "hf_sample_tok_s": prompts.shape[0] * answer_len / t}
 
 
+def _hf_model(name: str):
+    """A GPT-NeoX causal LM matching rljax's transformer of size ``name`` (torch, CPU)."""
+    import transformers
+
+    s = SIZES[name]
+    config = transformers.GPTNeoXConfig(
+        vocab_size=tokenizer.VOCAB_SIZE,
+        hidden_size=s["d_model"],
+        num_hidden_layers=s["n_layers"],
+        num_attention_heads=s["n_heads"],
+        intermediate_size=s["d_ff"],
+        rotary_pct=1.0,
+        use_parallel_residual=False,
+        max_position_embeddings=64,
+        hidden_act="gelu",
+        bos_token_id=tokenizer.BOS,
+        eos_token_id=tokenizer.EOS,
+        pad_token_id=tokenizer.PAD,
+    )
+    return transformers.GPTNeoXForCausalLM(config)
+
+
+def _hf_char_tokenizer():
+    """rljax's character vocabulary as a Hugging Face fast tokenizer (one token per character)."""
+    import tokenizers
+    import transformers
+
+    vocab = {"<pad>": tokenizer.PAD, "<bos>": tokenizer.BOS, "<eos>": tokenizer.EOS}
+    vocab.update({c: i + 3 for i, c in enumerate(tokenizer.CHARS)})
+    core = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<pad>"))
+    core.pre_tokenizer = tokenizers.pre_tokenizers.Split("", behavior="isolated")
+    core.decoder = tokenizers.decoders.Fuse()  # characters join without spaces
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
+    )
+
+
+def bench_trl(name: str, steps: int) -> dict | None:
+    """TRL's GRPOTrainer (no vLLM, CPU) on the same task, group size and batch as ``bench_size``.
+
+    Returns end-to-end tokens/s (prompt + completion tokens of every sample per second of
+    ``trainer.train()``, after one warm-up step) and steps/s, or None without trl installed.
+    """
+    try:
+        import datasets
+        import trl
+    except ImportError:
+        print(f"[{name}] TRL reference skipped: trl/datasets are not installed")
+        return None
+    import tempfile
+
+    task = TASKS["arithmetic"]
+    problems = make_split(task, num_per_level=64, seed=0)
+    group, num_prompts = 8, 16
+    answer_len = completion_length(task)
+    data = datasets.Dataset.from_dict({"prompt": ["<bos>" + p.prompt for p in problems]})
+    by_prompt = {"<bos>" + p.prompt: p for p in problems}
+
+    def reward(prompts, completions, **_):
+        pairs = zip(prompts, completions, strict=True)
+        return [float(safe_verify(task, by_prompt[p], c).correct) for p, c in pairs]
+
+    timings = []
+
+    class _Timer(__import__("transformers").TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            timings.append(time.perf_counter())
+
+    with tempfile.TemporaryDirectory() as out:
+        args = trl.GRPOConfig(
+            output_dir=out,
+            per_device_train_batch_size=num_prompts * group,
+            num_generations=group,
+            max_completion_length=answer_len,
+            num_iterations=2,
+            beta=0.04,
+            learning_rate=3e-4,
+            max_steps=steps + 1,
+            temperature=1.0,
+            use_vllm=False,
+            use_cpu=True,
+            report_to="none",
+            save_strategy="no",
+            logging_steps=10_000,
+            disable_tqdm=True,
+        )
+        trainer = trl.GRPOTrainer(
+            model=_hf_model(name),
+            reward_funcs=reward,
+            args=args,
+            train_dataset=data,
+            processing_class=_hf_char_tokenizer(),
+            callbacks=[_Timer()],
+        )
+        trainer.train()
+    seconds = (timings[-1] - timings[0]) / steps  # excludes the first (warm-up) step
+    seq = 1 + task.max_prompt_chars + answer_len
+    return {"trl_rl_tok_s": num_prompts * group * seq / seconds, "trl_rl_steps_s": 1 / seconds}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1m,20m")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--reference", action="store_true")
+    parser.add_argument("--reference", action="store_true", help="also time HF generate and TRL")
+    parser.add_argument("--trl_steps", type=int, default=3, help="timed TRL GRPO steps")
     args = parser.parse_args()
     peak, peak_note = peak_flops()
     print(f"device: {jax.devices()[0].device_kind} | peak for MFU: {peak_note}")
@@ -196,7 +286,16 @@ def main():
             if ref:
                 print(
                     f"[{name}] HF generate (static cache) tok/s: {ref['hf_sample_tok_s']:,.0f} "
-                    f"-> rljax/HF = {r['sample_tok_s'] / ref['hf_sample_tok_s']:.2f}x"
+                    f"-> rljax/HF = {r['sample_tok_s'] / ref['hf_sample_tok_s']:.2f}x",
+                    flush=True,
+                )
+            trl_ref = bench_trl(name, args.trl_steps)
+            if trl_ref:
+                print(
+                    f"[{name}] TRL GRPOTrainer RL tok/s: {trl_ref['trl_rl_tok_s']:,.0f}, "
+                    f"steps/s {trl_ref['trl_rl_steps_s']:.3f} -> rljax/TRL = "
+                    f"{r['rl_tok_s'] / trl_ref['trl_rl_tok_s']:.2f}x",
+                    flush=True,
                 )
 
 
