@@ -201,8 +201,11 @@ def bench_trl(name: str, steps: int) -> dict | None:
     """TRL's GRPOTrainer (no vLLM, CPU) on the same task, group size and batch as ``bench_size``.
 
     Returns end-to-end tokens/s (prompt + completion tokens of every sample per second of
-    ``trainer.train()``, after one warm-up step) and steps/s, or None without trl installed.
+    ``trainer.train()``, after one warm-up step) and RL steps/s (one generated batch and its two
+    optimization passes, as in rljax), or None without trl installed. ``steps`` must be even.
     """
+    if steps % 2:
+        raise ValueError(f"--trl_steps={steps} must be even (TRL reuses each batch for 2 steps)")
     try:
         import datasets
         import trl
@@ -246,8 +249,11 @@ def bench_trl(name: str, steps: int) -> dict | None:
             logging_steps=10_000,
             disable_tqdm=True,
         )
+        # Passed as a saved path: TRL builds its KL reference model from the same path.
+        model_dir = os.path.join(out, "model")
+        _hf_model(name).save_pretrained(model_dir)
         trainer = trl.GRPOTrainer(
-            model=_hf_model(name),
+            model=model_dir,
             reward_funcs=reward,
             args=args,
             train_dataset=data,
@@ -255,7 +261,9 @@ def bench_trl(name: str, steps: int) -> dict | None:
             callbacks=[_Timer()],
         )
         trainer.train()
-    seconds = (timings[-1] - timings[0]) / steps  # excludes the first (warm-up) step
+    # TRL generates once every `num_iterations` optimizer steps and reuses the batch for the
+    # others; one rljax RL step (generate, then 2 epochs) is therefore 2 TRL steps.
+    seconds = (timings[-1] - timings[0]) / steps * args.num_iterations  # after the warm-up step
     seq = 1 + task.max_prompt_chars + answer_len
     return {"trl_rl_tok_s": num_prompts * group * seq / seconds, "trl_rl_steps_s": 1 / seconds}
 
@@ -265,7 +273,7 @@ def main():
     parser.add_argument("--sizes", default="1m,20m")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference", action="store_true", help="also time HF generate and TRL")
-    parser.add_argument("--trl_steps", type=int, default=3, help="timed TRL GRPO steps")
+    parser.add_argument("--trl_steps", type=int, default=4, help="timed TRL steps (even)")
     args = parser.parse_args()
     peak, peak_note = peak_flops()
     print(f"device: {jax.devices()[0].device_kind} | peak for MFU: {peak_note}")
