@@ -28,6 +28,7 @@ setup(
         "dev": [
             "pytest>=8",
             "pytest-timeout>=2.3",
+            "pytest-xdist>=3.5",
             "ruff>=0.6",
             "nbclient>=0.10",
             "nbformat>=5.10",

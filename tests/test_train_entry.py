@@ -12,6 +12,7 @@ TINY = [
     "--config=configs/ppo.py:CartPole-v1",
     "--config.total_timesteps=1024",
     "--config.num_seeds=2",
+    "--config.ppo.num_envs=4",
     "--config.ppo.num_steps=32",
     "--config.ppo.hidden=(16,)",
     "--config.progress=False",
