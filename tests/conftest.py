@@ -12,3 +12,37 @@ _FLAGS = (
 )
 _existing = os.environ.get("XLA_FLAGS", "")
 os.environ["XLA_FLAGS"] = " ".join([_existing, *(f for f in _FLAGS if f not in _existing)]).strip()
+
+
+import pytest  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def run_notebook(monkeypatch):
+    """Executes ``notebooks/<name>`` top to bottom as a user would; returns its printed text.
+
+    ``quick=True`` sets ``RLJAX_QUICK=1`` (the notebooks' tiny configs). The kernel imports this
+    checkout's rljax even when it is not pip-installed.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    def run(name: str, *, timeout: int, quick: bool = True) -> str:
+        if quick:
+            monkeypatch.setenv("RLJAX_QUICK", "1")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+        nb = nbformat.read(os.path.join(ROOT, "notebooks", name), as_version=4)
+        client = NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": ROOT}}
+        )
+        client.execute()
+        return "".join(
+            o.get("text", "")
+            for cell in nb.cells
+            if cell.cell_type == "code"
+            for o in cell.get("outputs", [])
+        )
+
+    return run
