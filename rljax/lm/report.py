@@ -52,16 +52,12 @@ def plot_training(rows: list[dict], path: str) -> None:
 
 def write_tables(results: dict[str, dict], extra: dict, workdir: str) -> str:
     """Writes results.json and results.md; returns the markdown."""
-    ks = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    lines = [
-        "| model | "
-        + " | ".join(f"pass@{k}" for k in ks if k <= _n(results))
-        + " | distinct correct | pass@1 by level |",
-        "",
-    ]
-    lines[1] = "|" + "---|" * (len(lines[0].split("|")) - 2)
+    n = min(s["num_samples"] for s in results.values())
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if k <= n]
+    header = ["model", *(f"pass@{k}" for k in ks), "distinct correct", "pass@1 by level"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, s in results.items():
-        passes = [f"{s['pass_at_k']['pass'][k - 1]:.3f}" for k in ks if k <= s["num_samples"]]
+        passes = [f"{s['pass_at_k']['pass'][k - 1]:.3f}" for k in ks]
         levels = ", ".join(f"L{lv}: {v:.2f}" for lv, v in s["pass@1_by_level"].items())
         lines.append(
             f"| {name} | "
@@ -75,7 +71,3 @@ def write_tables(results: dict[str, dict], extra: dict, workdir: str) -> str:
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump({"results": results, **extra}, f, indent=1)
     return markdown
-
-
-def _n(results: dict[str, dict]) -> int:
-    return min(s["num_samples"] for s in results.values())
