@@ -78,9 +78,9 @@ def measure(num_devices: int, num_agents: int, args) -> dict:
     points = experiment.validate_run(run, ppo, config)
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((num_devices,), ("seeds",)),
                               jax.devices()[:num_devices])  # fmt: skip
-    shapes = experiment.init_population(ppo, config, env, run, points, abstract=True)
-    shardings = population.shardings(mesh, shapes, population.SEEDS)
-    states = experiment.init_population(ppo, config, env, run, points, shardings[0])
+    states, shardings = experiment.init_on_mesh(
+        ppo, config, env, run, points, mesh, population.SEEDS
+    )
     fn = experiment.make_chunk_fn(ppo, config, env, args.chunk_updates, shardings)
     t0 = time.perf_counter()
     compiled = fn.lower(states).compile()

@@ -111,6 +111,23 @@ def init_population(
     return jax.jit(init, out_shardings=shardings)(keys, hparams)
 
 
+def init_on_mesh(agent, agent_config, env, run: RunConfig, points: list[dict], mesh, rules):
+    """Initial states created in place on ``mesh`` (``None``: the default device, unsharded).
+
+    The shardings follow ``rules`` (``rljax.parallel.population``) and are checked on the
+    states' shapes before anything compiles.
+
+    Returns:
+      ``(states, shardings)``; ``shardings`` is ``(state_shardings, metrics_sharding)`` for
+      ``make_chunk_fn``, or ``None`` without a mesh.
+    """
+    if mesh is None:
+        return init_population(agent, agent_config, env, run, points), None
+    shapes = init_population(agent, agent_config, env, run, points, abstract=True)
+    shardings = population.shardings(mesh, shapes, rules)
+    return init_population(agent, agent_config, env, run, points, shardings[0]), shardings
+
+
 def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
     """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states.
 
@@ -138,13 +155,9 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
     total = num_updates(run_config, agent, agent_config)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     env = envs.make(run_config.env_name)
-    shardings = None
-    if run_config.mesh is not None:  # shardings are checked before anything compiles
-        mesh = mesh_lib.make_mesh(run_config.mesh)
-        shapes = init_population(agent, agent_config, env, run_config, points, abstract=True)
-        shardings = population.shardings(mesh, shapes, run_config.sharding_rules)
-    states = init_population(
-        agent, agent_config, env, run_config, points, None if shardings is None else shardings[0]
+    mesh = None if run_config.mesh is None else mesh_lib.make_mesh(run_config.mesh)
+    states, shardings = init_on_mesh(
+        agent, agent_config, env, run_config, points, mesh, run_config.sharding_rules
     )
     updates = chunk_size(total, run_config.chunk_updates)
     loop_config = loop.LoopConfig(

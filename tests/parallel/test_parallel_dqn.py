@@ -53,14 +53,8 @@ def _train(mesh_config, rules):
     )
     env = envs.make(RUN.env_name)
     points = experiment.validate_run(RUN, dqn, CONFIG)
-    shardings = None
-    if mesh_config is not None:
-        mesh = mesh_lib.make_mesh(mesh_config)
-        shapes = experiment.init_population(agent, CONFIG, env, RUN, points, abstract=True)
-        shardings = population.shardings(mesh, shapes, rules)
-    states = experiment.init_population(
-        agent, CONFIG, env, RUN, points, None if shardings is None else shardings[0]
-    )
+    mesh = None if mesh_config is None else mesh_lib.make_mesh(mesh_config)
+    states, shardings = experiment.init_on_mesh(agent, CONFIG, env, RUN, points, mesh, rules)
     chunk_fn = experiment.make_chunk_fn(agent, CONFIG, env, 4, shardings)
     metrics = []
     for _ in range(2):
