@@ -111,45 +111,18 @@ def test_loop_resumes_from_checkpoint(tmp_path):
     run = rl_loop.RunConfig(
         steps=2, prompts_per_step=4, group_size=2, eval_every=1, eval_problems=4, checkpoint_every=1
     )
-    full, rows = rl_loop.train(
-        run,
-        cfg,
-        dynamic,
-        MODEL,
-        TASK,
-        problems,
-        problems,
-        params,
-        str(tmp_path / "a"),
-        progress=False,
-    )
+
+    def train(run_config, workdir):
+        return rl_loop.train(
+            run_config, cfg, dynamic, MODEL, TASK, problems, problems, params,
+            str(tmp_path / workdir), progress=False,
+        )  # fmt: skip
+
+    full, rows = train(run, "a")
     assert [r["update"] for r in rows] == [1, 2] and "eval/pass@1" in rows[-1]
     # Stop after one step, then resume to two: same parameters as the uninterrupted run.
-    one = rl_loop.RunConfig(**{**run.__dict__, "steps": 1})
-    rl_loop.train(
-        one,
-        cfg,
-        dynamic,
-        MODEL,
-        TASK,
-        problems,
-        problems,
-        params,
-        str(tmp_path / "b"),
-        progress=False,
-    )
-    resumed, rows_b = rl_loop.train(
-        run,
-        cfg,
-        dynamic,
-        MODEL,
-        TASK,
-        problems,
-        problems,
-        params,
-        str(tmp_path / "b"),
-        progress=False,
-    )
+    train(rl_loop.RunConfig(**{**run.__dict__, "steps": 1}), "b")
+    resumed, rows_b = train(run, "b")
     assert [r["update"] for r in rows_b] == [1, 2]
     for a, b in zip(jax.tree.leaves(full.params), jax.tree.leaves(resumed.params), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
