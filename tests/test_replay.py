@@ -50,6 +50,22 @@ def test_sequences_are_consecutive_steps_of_one_env_and_cover_valid_starts():
     np.testing.assert_array_equal(starts, np.arange(3, 9))
     assert counts.min() > 4000 / 6 * 0.8
     assert set(np.unique(env)) == {0, 1, 2}
+    # jointly uniform over the 6 x 3 (start, env) pairs: a chi-square test at p ~ 1e-4
+    _, pair_counts = np.unique(t[:, 0] * 3 + env[:, 0], return_counts=True)
+    assert pair_counts.size == 18
+    expected = 4000 / 18
+    assert np.sum((pair_counts - expected) ** 2 / expected) < 45.0  # chi2(17) 99.99% = 44.8
+
+
+def test_take_sequences_maps_bits_to_pairs_in_order():
+    buf = replay.init(_row(0), capacity=4)
+    for t in range(6):  # wrapped: rows hold t = 2..5, 3 envs; length 2 -> starts t = 2..4
+        buf = replay.add(buf, _row(t))
+    bits = jnp.arange(10, dtype=jnp.uint32)  # 9 pairs: pair p -> start 2 + p // 3, env p % 3
+    seq = replay.take_sequences(buf, bits, 2)
+    p = np.arange(10) % 9
+    np.testing.assert_array_equal(np.asarray(seq["t"])[:, 0], 2 + p // 3)
+    np.testing.assert_array_equal(np.asarray(seq["obs"])[:, 1], 100 * (3 + p // 3) + p % 3)
 
 
 def test_sampling_before_enough_data_raises_eagerly():

@@ -11,8 +11,9 @@ One ``update`` = ``rollout_steps`` batched steps of ``num_envs`` environments wi
 policy, written to the replay buffer, then ``grad_steps`` gradient steps on uniformly sampled
 (n-step) transitions and, every ``target_update_every`` env steps, a target-network update.
 With the defaults (10 envs, 1 step, 1 gradient step) that is the classic purejaxrl/CleanRL
-CartPole setup. Gradient steps before ``learning_starts`` env steps are computed and discarded
-(a select, not a branch, so seeds stay in lockstep under ``vmap``).
+CartPole setup. Gradient steps before ``learning_starts`` env steps are computed with a zero
+loss scale, which leaves parameters and optimizer exactly as they were (seeds stay in lockstep
+under ``vmap``, and no select over the parameters is needed).
 """
 
 import dataclasses
@@ -280,25 +281,40 @@ def loss_fn(
     return loss, {"loss/value": loss, "q/taken": reduce.masked_mean(q_t)}
 
 
+def _standard_normal(bits: jax.Array) -> jax.Array:
+    """Standard normal samples from uniform uint32 ``bits`` (inverse CDF, as jax.random does)."""
+    u = jax.lax.bitcast_convert_type((bits >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
+    lo = jnp.nextafter(jnp.float32(-1.0), jnp.float32(0.0))
+    return jnp.sqrt(2.0).astype(jnp.float32) * jax.lax.erf_inv(jnp.maximum(2.0 * u - 1.0, lo))
+
+
 def _grad_step(config, env, state: State, key: jax.Array, learning: jax.Array):
-    seq = replay.sample_sequences(state.buffer, key, config.batch_size, config.n_step)
+    """One gradient step on a uniform replay batch; a no-op on the parameters until ``learning``.
+
+    Gating is done without a second copy of the parameters: before ``learning`` the loss is
+    scaled by 0, so the gradients and Adam's moments stay exactly 0 and the update is exactly 0;
+    only Adam's step count is held back. That is the same as skipping the step, but costs one
+    multiply instead of a select over every parameter and optimizer leaf.
+    """
+    bits = jax.random.bits(key, (2, config.batch_size), jnp.uint32)  # one draw: rows and noise
+    seq = replay.take_sequences(state.buffer, bits[0], config.n_step)
     batch = replay.n_step_transition(seq, state.hparams.gamma)
-    noise = state.hparams.reward_noise * jax.random.normal(
-        jax.random.fold_in(key, 1), batch.reward.shape
-    )  # noqa: E501
-    batch = batch._replace(reward=batch.reward + noise)
-    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-    (_, metrics), grads = grad_fn(
-        state.params, state.target_params, config, env, batch, state.hparams
+    batch = batch._replace(
+        reward=batch.reward + state.hparams.reward_noise * _standard_normal(bits[1])
     )
+    gate = learning.astype(jnp.float32)
+
+    def gated_loss(params):
+        loss, metrics = loss_fn(params, state.target_params, config, env, batch, state.hparams)
+        return gate * loss, metrics
+
+    (_, metrics), grads = jax.value_and_grad(gated_loss, has_aux=True)(state.params)
     updates, opt_state = optimizer(config).update(grads, state.opt_state, state.params)
+    held = lambda new, old: jnp.where(learning, new, old) if new.dtype == jnp.int32 else new  # noqa: E731
+    opt_state = jax.tree.map(held, opt_state, state.opt_state)  # Adam's count
     frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
     params = jax.tree.map(lambda p, u: p - state.hparams.lr * frac * u, state.params, updates)
-    keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(learning, n, o), new, old)  # noqa: E731
-    metrics["grad_norm"] = optax.tree.norm(grads)
-    return state._replace(
-        params=keep(params, state.params), opt_state=keep(opt_state, state.opt_state)
-    ), metrics  # noqa: E501
+    return state._replace(params=params, opt_state=opt_state), metrics
 
 
 def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, dict[str, jax.Array]]:

@@ -55,6 +55,22 @@ def test_update_compiles_once_and_is_deterministic():
     assert np.isfinite(metrics["loss/value"]) and float(metrics["epsilon"]) < 1.0
 
 
+def test_steps_before_learning_starts_leave_params_and_adam_untouched():
+    env = envs.make("CartPole-v1")
+    config = dataclasses.replace(TINY, max_grad_norm=1.0)  # 64 env steps = 16 updates of 4
+    state = dqn.init(config, env, jax.random.PRNGKey(0), HP)
+    chunk = jax.jit(lambda s, n: dqn.train_chunk(config, env, s, n), static_argnums=1)
+    before, metrics = chunk(state, 15)
+    assert np.all(np.asarray(metrics["loss/value"]) > 0)  # the losses were computed...
+    chex.assert_trees_all_equal(before.params, state.params)  # ...and changed nothing
+    chex.assert_trees_all_equal(before.opt_state, state.opt_state)
+    after, _ = chunk(before, 1)  # the 16th update reaches learning_starts and steps
+    count = [x for x in jax.tree.leaves(after.opt_state) if x.dtype == jnp.int32]
+    assert [int(c) for c in count] == [1]
+    assert not np.allclose(after.params["params"]["Dense_0"]["kernel"],
+                           state.params["params"]["Dense_0"]["kernel"])  # fmt: skip
+
+
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("head", q_heads.HEADS)
 def test_every_head_trains_end_to_end_on_cartpole(head):
