@@ -2,25 +2,49 @@
 
     python experiments/train.py --config=configs/ppo.py:CartPole-v1 [--workdir=runs/x]
     python experiments/train.py --config=configs/ppo.py:CartPole-v1 --config.resume=True
+    python experiments/train.py --config=configs/dqn.py:CartPole-v1 --cpu_devices=2
 
 Writes metrics.jsonl/.csv, curves.png, summary.json and checkpoints/ into --workdir
 (default: runs/<agent>_<env>).
+
+``--cpu_devices=N`` (N > 1) gives the process N single-threaded CPU devices and shards the
+population (seeds × grid points, a multiple of N) across them: on a CPU host with N cores that
+is the fast layout for small agents (``rljax.xla_flags.cpu_layout``; 8 DQN seeds train 2.2x
+faster on 2 such devices than on one default device). It has to be known before jax starts,
+so it is read from the command line first.
 """
+
+import argparse
+import sys
 
 from rljax import xla_flags
 
-xla_flags.set_flags()
+
+def _cpu_devices(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--cpu_devices", type=int, default=1)
+    value = parser.parse_known_args(argv)[0].cpu_devices
+    if value < 1:
+        sys.exit(f"error: --cpu_devices={value} is invalid; allowed: an integer >= 1")
+    return value
+
+
+_NUM_CPU_DEVICES = _cpu_devices(sys.argv[1:])
+if _NUM_CPU_DEVICES > 1:
+    xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES, cpu_threads=1)
+else:
+    xla_flags.set_flags()
 
 import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 
 from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from rljax.agents import dqn, ppo, sqirl  # noqa: E402
-from rljax.train import experiment  # noqa: E402
+from rljax.parallel import mesh as mesh_lib  # noqa: E402
+from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
 # Agent name in the config -> (agent module, name of its config block).
@@ -28,6 +52,7 @@ AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (default runs/<agent>_<env>).")
+flags.DEFINE_integer("cpu_devices", 1, "Single-threaded CPU devices to shard the population over.")
 
 
 def to_dataclasses(config):
@@ -55,7 +80,17 @@ def to_dataclasses(config):
         progress=config.progress,
         hparams=tuple((k, float(v)) for k, v in config.hparams.items()),
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
+        mesh=mesh_lib.MeshConfig((_NUM_CPU_DEVICES,), ("seeds",)) if _NUM_CPU_DEVICES > 1 else None,
     )
+    if _NUM_CPU_DEVICES > 1:
+        agents = run_config.num_seeds * len(
+            sweep.grid(dict(run_config.hparams), dict(run_config.sweep))
+        )  # noqa: E501
+        if agents % _NUM_CPU_DEVICES:
+            raise ValueError(
+                f"--cpu_devices={_NUM_CPU_DEVICES} does not divide the population of {agents} "
+                f"agents (num_seeds x grid points); allowed: a divisor of {agents}"
+            )
     return module, agent_config, run_config
 
 

@@ -47,6 +47,15 @@ def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
     assert os.listdir(tmp_path / "checkpoints")
 
 
+@pytest.mark.timeout(300)
+def test_cpu_devices_shards_the_population_over_two_devices(tmp_path):
+    out = _train(*TINY, "--cpu_devices=2", f"--workdir={tmp_path}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ppo CartPole-v1: done | 2 seeds x 1 grid point(s)" in out.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert len(summary["final_return"][0]) == 2
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -56,6 +65,8 @@ def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
         (["--config.total_timesteps=0"], "error: total_timesteps=0 is invalid"),
         (["--config.ppo.num_minibatches=3"], "ppo.num_minibatches=3 does not divide the batch"),
         (["--config.env_name=Pong"], "error: env_name='Pong' is unknown; valid: CartPole-v1"),
+        (["--cpu_devices=3"], "error: --cpu_devices=3 does not divide the population of 2"),
+        (["--cpu_devices=0"], "error: --cpu_devices=0 is invalid; allowed: an integer >= 1"),
     ],
 )
 def test_bad_input_is_one_clear_line(args, message, tmp_path):

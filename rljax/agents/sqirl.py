@@ -70,6 +70,7 @@ class Config:
     eval_steps: int = 32  # greedy steps per update (not counted as training samples)
     prefix_until: float = 0.5  # fraction of training by which greedy prefixes reach max_steps
     # (0 = pure random exploration: every episode is random from its first step)
+    anneal_lr: bool = False  # linear decay of the learning rate to 0 over num_updates
     num_updates: int = 1000  # total updates of the run (set by the trainer)
 
 
@@ -245,7 +246,8 @@ def _grad_step(config, env, state: State, key: jax.Array):
         state.params, config, env, seq, state.hparams
     )
     updates, opt_state = optax.scale_by_adam().update(grads, state.opt_state, state.params)
-    params = jax.tree.map(lambda p, u: p - state.hparams.lr * u, state.params, updates)
+    frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
+    params = jax.tree.map(lambda p, u: p - state.hparams.lr * frac * u, state.params, updates)
     ready = replay.can_sample(state.buffer, config.mc_steps)  # else the sample held zeros
     keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)  # noqa: E731
     return state._replace(
