@@ -132,5 +132,5 @@ def test_learning_regression_cartpole_two_seeds():
     eval_fn = functools.partial(dqn.evaluate_policy, config, env, num_envs=8, num_steps=600)
     stats = jax.jit(jax.vmap(eval_fn))(states.params, keys)
     returns = np.asarray(stats["episode/return"])
-    # measured greedy returns [141, 181] (random policy: ~22)
+    # measured greedy returns [164, 191] (random policy: ~22)
     assert np.all(returns > 100.0), returns

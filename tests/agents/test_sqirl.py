@@ -90,5 +90,6 @@ def test_learning_regression_cartpole():
     ret, cnt = np.asarray(metrics["episode/return"]), np.asarray(metrics["episode/count"])
     late = slice(60, None)
     mean_late = np.nansum(np.nan_to_num(ret[:, late]) * cnt[:, late], 1) / cnt[:, late].sum(1)
-    # measured [209, 271] (random policy: ~22)
-    assert np.all(mean_late > 120.0), mean_late
+    # measured [132, 216] since replay draws one uint32 per sample (before: [209, 271]);
+    # random policy: ~22
+    assert np.all(mean_late > 80.0), mean_late
