@@ -7,7 +7,7 @@
 Writes metrics.jsonl/.csv, curves.png, summary.json and checkpoints/ into --workdir
 (default: runs/<agent>_<env>).
 
-``--cpu_devices=N`` (N > 1) gives the process N single-threaded CPU devices and shards the
+``--cpu_devices=N`` (N > 1) gives the process N CPU devices and shards the
 population (seeds × grid points, a multiple of N) across them: on a CPU host with N cores that
 is the fast layout for small agents (``rljax.xla_flags.cpu_layout``; 8 DQN seeds train 2.2x
 faster on 2 such devices than on one default device). It has to be known before jax starts,
@@ -30,10 +30,7 @@ def _cpu_devices(argv: list[str]) -> int:
 
 
 _NUM_CPU_DEVICES = _cpu_devices(sys.argv[1:])
-if _NUM_CPU_DEVICES > 1:
-    xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES, cpu_threads=1)
-else:
-    xla_flags.set_flags()
+xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
 import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
@@ -47,12 +44,14 @@ from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
+# Agents whose populations were measured and trained on several CPU devices (--cpu_devices).
+CPU_SHARDED_AGENTS = ("dqn", "sqirl")
 # Agent name in the config -> (agent module, name of its config block).
 AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (default runs/<agent>_<env>).")
-flags.DEFINE_integer("cpu_devices", 1, "Single-threaded CPU devices to shard the population over.")
+flags.DEFINE_integer("cpu_devices", 1, "CPU devices to shard the population over.")
 
 
 def to_dataclasses(config):
@@ -82,6 +81,12 @@ def to_dataclasses(config):
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
         mesh=mesh_lib.MeshConfig((_NUM_CPU_DEVICES,), ("seeds",)) if _NUM_CPU_DEVICES > 1 else None,
     )
+    if _NUM_CPU_DEVICES > 1 and config.agent not in CPU_SHARDED_AGENTS:
+        raise ValueError(
+            f"--cpu_devices={_NUM_CPU_DEVICES} is supported for {', '.join(CPU_SHARDED_AGENTS)}; "
+            f"the 8-seed {config.agent} program hung after compiling on 2 CPU devices (jax "
+            "0.10.2); for PPO on a mesh use scripts/train_sharded.py"
+        )
     if _NUM_CPU_DEVICES > 1:
         agents = run_config.num_seeds * len(
             sweep.grid(dict(run_config.hparams), dict(run_config.sweep))

@@ -8,8 +8,8 @@ Small RL programs on CPU. A DQN or PPO step on an MLP of ~100 units and batches 
 its time launching hundreds of small ops, not in FLOPs, and XLA's intra-op thread pool then
 costs more than it gives: on the project's 2-core CPU, purejaxrl's CartPole DQN takes 11% (one
 seed) and 17% (eight seeds) less time on one thread than with XLA's default of one per core. To
-use every core, rljax instead gives each core its own single-threaded CPU device and shards the
-population of seeds across them (``cpu_layout``): 8 DQN seeds on 2 such devices train 2.2x
+use every core, rljax instead gives each core its own CPU device and shards the population of
+seeds across them (``cpu_layout``): 8 DQN seeds on 2 such devices train 2.2x
 faster than on one default device.
 Numbers: ``scripts/bench_dqn.py`` and docs/value_based.md.
 """
@@ -20,7 +20,7 @@ import sys
 CPU_SCHEDULER_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 
 
-def cpu_layout(population: int, cores: int | None = None) -> tuple[int, int]:
+def cpu_layout(population: int, cores: int | None = None) -> tuple[int, int | None]:
     """CPU devices and threads for training ``population`` small agents in one process.
 
     Args:
@@ -29,13 +29,17 @@ def cpu_layout(population: int, cores: int | None = None) -> tuple[int, int]:
 
     Returns:
       ``(devices, threads)``: the largest divisor of ``population`` that is at most ``cores``
-      (one device per core, each with a whole number of agents), and 1 intra-op thread.
+      (one device per core, each with a whole number of agents), and the thread-pool size:
+      1 for a single device, ``None`` (XLA's default, one per core) for several. XLA:CPU runs
+      every device of a launch on that one pool, so a 1-thread pool with 2 devices deadlocks
+      a program whose devices must meet (seen with sharded PPO); with one device per core the
+      default pool gives each device its thread.
     """
     if not isinstance(population, int) or population < 1:
         raise ValueError(f"population={population!r} is invalid; allowed: an integer >= 1")
     cores = cores or len(os.sched_getaffinity(0))
     devices = max(d for d in range(1, min(cores, population) + 1) if population % d == 0)
-    return devices, 1
+    return devices, (1 if devices == 1 else None)
 
 
 def set_flags(num_cpu_devices: int | None = None, cpu_threads: int | None = None) -> None:

@@ -12,8 +12,8 @@ ended in the last 5% of the run, per seed.
 Every (seeds, layout) pair runs in a fresh process, because the CPU device layout is fixed when
 jax starts:
 
-* ``auto``: what rljax picks (``rljax.xla_flags.cpu_layout``): one single-threaded CPU device
-  per core, the seeds sharded across them (1 seed: one device, one thread);
+* ``auto``: what rljax picks (``rljax.xla_flags.cpu_layout``): one CPU device per core, the
+  seeds sharded across them (1 seed: one device on one thread);
 * ``default``: what a plain jax script gets, one CPU device with XLA's default thread pool
   (the setting of the reference implementation).
 """
@@ -82,7 +82,7 @@ def child(args) -> None:
     if args.layout == "auto":
         devices, threads = xla_flags.cpu_layout(seeds)
         xla_flags.set_flags(num_cpu_devices=devices, cpu_threads=threads)
-        layout = f"{devices} CPU device(s) x {threads} thread"
+        layout = f"{devices} CPU device(s), {threads or 'default'} thread(s)"
     else:
         xla_flags.set_flags()
         layout = "1 CPU device, default threads"

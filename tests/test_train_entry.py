@@ -49,9 +49,14 @@ def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_cpu_devices_shards_the_population_over_two_devices(tmp_path):
-    out = _train(*TINY, "--cpu_devices=2", f"--workdir={tmp_path}")
+    dqn_tiny = ["--config=configs/dqn.py:CartPole-v1", "--config.total_timesteps=2000",
+                "--config.num_seeds=2", "--config.dqn.learning_starts=500",
+                "--config.dqn.hidden=(16,)", "--config.progress=False"]  # fmt: skip
+    out = _train(*dqn_tiny, "--cpu_devices=2", f"--workdir={tmp_path}")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "ppo CartPole-v1: done | 2 seeds x 1 grid point(s)" in out.stdout
+    assert "dqn CartPole-v1: done | 2 seeds x 1 grid point(s)" in out.stdout
+    bad = _train(*dqn_tiny, "--cpu_devices=3", f"--workdir={tmp_path / 'bad'}", timeout=60)
+    assert "error: --cpu_devices=3 does not divide the population of 2" in bad.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert len(summary["final_return"][0]) == 2
 
@@ -65,7 +70,7 @@ def test_cpu_devices_shards_the_population_over_two_devices(tmp_path):
         (["--config.total_timesteps=0"], "error: total_timesteps=0 is invalid"),
         (["--config.ppo.num_minibatches=3"], "ppo.num_minibatches=3 does not divide the batch"),
         (["--config.env_name=Pong"], "error: env_name='Pong' is unknown; valid: CartPole-v1"),
-        (["--cpu_devices=3"], "error: --cpu_devices=3 does not divide the population of 2"),
+        (["--cpu_devices=2"], "error: --cpu_devices=2 is supported for dqn, sqirl"),
         (["--cpu_devices=0"], "error: --cpu_devices=0 is invalid; allowed: an integer >= 1"),
     ],
 )
