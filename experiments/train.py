@@ -14,22 +14,14 @@ faster on 2 such devices than on one default device). It has to be known before 
 so it is read from the command line first.
 """
 
-import argparse
 import sys
 
 from rljax import xla_flags
 
-
-def _cpu_devices(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--cpu_devices", type=int, default=1)
-    value = parser.parse_known_args(argv)[0].cpu_devices
-    if value < 1:
-        sys.exit(f"error: --cpu_devices={value} is invalid; allowed: an integer >= 1")
-    return value
-
-
-_NUM_CPU_DEVICES = _cpu_devices(sys.argv[1:])
+try:
+    _NUM_CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=1)
+except ValueError as e:
+    sys.exit(f"error: {e}")
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
 import dataclasses  # noqa: E402

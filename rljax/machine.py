@@ -5,14 +5,30 @@ import platform
 
 import jax
 
+CPUINFO = "/proc/cpuinfo"  # the Linux kernel's CPU description (absent elsewhere)
+
+
+def _cpuinfo() -> str:
+    try:
+        with open(CPUINFO) as f:
+            return f.read()
+    except OSError:
+        return ""
+
 
 def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (or what ``platform`` knows)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
+    """The CPU's model name from the kernel's cpuinfo (or what ``platform`` knows)."""
+    names = [
+        line.split(":", 1)[1].strip() for line in _cpuinfo().splitlines() if "model name" in line
+    ]
+    return names[0] if names else (platform.processor() or platform.machine())
+
+
+def cpu_mhz_and_avx512() -> tuple[float, bool]:
+    """The highest core clock in MHz the kernel reports (0 if unknown), and AVX-512 support."""
+    info = _cpuinfo()
+    mhz = [float(line.split(":")[1]) for line in info.splitlines() if line.startswith("cpu MHz")]
+    return max(mhz, default=0.0), "avx512f" in info
 
 
 def describe() -> str:

@@ -14,6 +14,7 @@ faster than on one default device.
 Numbers: ``scripts/bench_dqn.py`` and docs/value_based.md.
 """
 
+import argparse
 import os
 import sys
 
@@ -40,6 +41,20 @@ def cpu_layout(population: int, cores: int | None = None) -> tuple[int, int | No
     cores = cores or len(os.sched_getaffinity(0))
     devices = max(d for d in range(1, min(cores, population) + 1) if population % d == 0)
     return devices, (1 if devices == 1 else None)
+
+
+def cpu_devices_arg(argv: list[str], default: int) -> int:
+    """``--cpu_devices=N`` from a command line, read before jax is imported (it fixes the devices).
+
+    Raises:
+      ValueError: if N < 1.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--cpu_devices", type=int, default=default)
+    value = parser.parse_known_args(argv)[0].cpu_devices
+    if value < 1:
+        raise ValueError(f"--cpu_devices={value} is invalid; allowed: an integer >= 1")
+    return value
 
 
 def set_flags(num_cpu_devices: int | None = None, cpu_threads: int | None = None) -> None:

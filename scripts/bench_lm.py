@@ -21,6 +21,7 @@ import time  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from rljax import machine  # noqa: E402
 from rljax.lm import presets, rlvr, tokenizer  # noqa: E402
 from rljax.lm.data import completion_length  # noqa: E402
 from rljax.lm.model import TransformerConfig, init_params, num_params  # noqa: E402
@@ -44,12 +45,8 @@ def peak_flops() -> tuple[float, str]:
                 return peak, f"{device.device_kind} fp32 {peak / 1e12:.1f} TFLOP/s"
         return float("nan"), device.device_kind
     cores = os.cpu_count() or 1
-    mhz = 0.0
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("cpu MHz"):
-                mhz = max(mhz, float(line.split(":")[1]))
-    flops_per_cycle = 64 if "avx512f" in open("/proc/cpuinfo").read() else 32
+    mhz, avx512 = machine.cpu_mhz_and_avx512()
+    flops_per_cycle = 64 if avx512 else 32
     peak = cores * mhz * 1e6 * flops_per_cycle
     return peak, f"{cores} cores x {mhz / 1e3:.2f} GHz x {flops_per_cycle} FLOP/cycle"
 

@@ -21,14 +21,9 @@ import sys
 
 from rljax import xla_flags
 
-
-def _cpu_devices(argv) -> int:
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--cpu_devices", type=int, default=8)
-    return p.parse_known_args(argv)[0].cpu_devices
-
-
-xla_flags.set_flags(num_cpu_devices=_cpu_devices(sys.argv[1:]))  # only affects the CPU platform
+xla_flags.set_flags(
+    num_cpu_devices=xla_flags.cpu_devices_arg(sys.argv[1:], default=8)
+)  # only affects the CPU platform
 
 import json  # noqa: E402
 import os  # noqa: E402

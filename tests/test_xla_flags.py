@@ -34,3 +34,10 @@ def test_thread_count_after_jax_import_raises(monkeypatch):
     monkeypatch.delenv("PJRT_NPROC", raising=False)
     with pytest.raises(RuntimeError, match="before jax is imported"):
         xla_flags.set_flags(cpu_threads=1)
+
+
+def test_cpu_devices_arg_reads_the_flag_and_names_a_bad_value():
+    assert xla_flags.cpu_devices_arg(["--config=x", "--cpu_devices=2"], default=1) == 2
+    assert xla_flags.cpu_devices_arg(["--config=x"], default=8) == 8
+    with pytest.raises(ValueError, match="--cpu_devices=0 is invalid"):
+        xla_flags.cpu_devices_arg(["--cpu_devices=0"], default=1)
