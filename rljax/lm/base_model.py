@@ -13,11 +13,11 @@ import os
 
 import jax
 
+from rljax.io.checkpoints import Checkpointer
 from rljax.lm import sft
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.lm.tasks import Problem, Task
 from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED, _TaskBuilder
-from rljax.train.checkpoints import Checkpointer
 
 _VERSION = 1  # bump when the model or SFT code changes what a config produces
 

@@ -16,12 +16,12 @@ import jax
 import numpy as np
 import tqdm
 
+from rljax.io.checkpoints import Checkpointer
+from rljax.io.metrics import MetricsWriter
 from rljax.lm import rlvr
 from rljax.lm.model import TransformerConfig
 from rljax.lm.rollout import generate_and_score
 from rljax.lm.tasks import Problem, Task
-from rljax.train.checkpoints import Checkpointer
-from rljax.train.metrics import MetricsWriter
 
 
 @dataclasses.dataclass(frozen=True)

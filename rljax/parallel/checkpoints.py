@@ -1,6 +1,6 @@
 """Sharded checkpoints: save from any mesh, restore onto a mesh of any shape.
 
-Orbax (``rljax.train.checkpoints.Checkpointer``) writes each array as a set of chunks plus its
+Orbax (``rljax.io.checkpoints.Checkpointer``) writes each array as a set of chunks plus its
 global shape, from every process that holds a piece of it, so a checkpoint does not depend on the
 mesh it was saved from. Restoring reads, on each device, exactly the slice that the *target*
 sharding puts there: a population saved on a ``(4, 2)`` ``seeds × data`` mesh restores onto
@@ -12,8 +12,8 @@ from typing import Any
 
 import jax
 
+from rljax.io.checkpoints import Checkpointer
 from rljax.parallel import sharding
-from rljax.train.checkpoints import Checkpointer
 
 
 def restore_on_mesh(

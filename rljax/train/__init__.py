@@ -1,5 +1,5 @@
-"""Host-side training: loop, checkpoints, metrics files, plots and sweeps."""
+"""Host-side training: the one loop, population experiments, plots and sweeps."""
 
-from rljax.train import checkpoints, loop, metrics, plots, sweep
+from rljax.train import loop, plots, sweep
 
-__all__ = ["checkpoints", "loop", "metrics", "plots", "sweep"]
+__all__ = ["loop", "plots", "sweep"]

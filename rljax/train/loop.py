@@ -21,8 +21,9 @@ import numpy as np
 from jax.experimental import multihost_utils
 from tqdm import tqdm
 
-from rljax.train import checkpoints, plots, sweep
-from rljax.train.metrics import MetricsWriter
+from rljax.io import checkpoints
+from rljax.io.metrics import MetricsWriter
+from rljax.train import plots, sweep
 
 
 class NonFiniteLossError(RuntimeError):

@@ -9,11 +9,11 @@ from jax.sharding import PartitionSpec as P
 
 from rljax import envs
 from rljax.agents import ppo
+from rljax.io.checkpoints import Checkpointer
 from rljax.parallel import checkpoints as parallel_checkpoints
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population, sharding
 from rljax.train import experiment
-from rljax.train.checkpoints import Checkpointer
 
 CONFIG = ppo.Config(num_envs=4, num_steps=8, num_minibatches=2, num_updates=2, hidden=(8,))
 RUN = experiment.RunConfig(

@@ -12,8 +12,9 @@ import pytest
 
 from rljax import envs
 from rljax.agents import ppo
-from rljax.train import checkpoints, experiment, loop
-from rljax.train.metrics import MetricsWriter
+from rljax.io import checkpoints
+from rljax.io.metrics import MetricsWriter
+from rljax.train import experiment, loop
 
 TINY = ppo.Config(
     num_envs=4, num_steps=16, num_epochs=1, num_minibatches=2, hidden=(16,), num_updates=8
