@@ -1,133 +1,174 @@
-"""Named presets of the one RLVR trainer, and the one place where names become loss functions.
+"""Named presets of the one RLVR learner: each is nothing but values.
 
-Each preset is plain data (hyperparameters and names); `make_rl_config` turns the names into the
-pure functions of `rljax.returns` / `rljax.losses` through the visible dicts below. Values follow
-the papers where they state them; NGRPO's asymmetric clip values are not given in its abstract,
-so the ones here are our choice (tighter below for A < 0, looser above for A > 0).
+The learner (`rljax.agents.grpo`) makes every choice of the GRPO family inside its jitted step
+from integer leaves of its hyperparameters, so a preset is a dict of numbers and names, and a
+population can mix presets. The names below are the only place where choices get their integer
+codes; `hparam_values` turns a preset (plus overrides) into the numbers the learner carries.
+
+Normalization each preset uses (the aggregation turns per-token losses into one number):
+  grpo      seq_mean_token_mean  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_it       DeepSeekMath
+  dr_grpo   seq_mean_token_sum_norm (1/N) Σ_i Σ_t ℓ_it / L_max     Dr.GRPO
+  dapo, lite_ppo, ngrpo, cispo, nft   token_mean Σ_i Σ_t ℓ_it / Σ_i |o_i|
+  gspo, pacs   sequence-level losses, mean over sequences
+  rloo      seq_mean_token_sum   (1/N) Σ_i Σ_t ℓ_it: the sequence-sum REINFORCE form of the
+            paper (a sequence-mean-token-mean would divide each gradient by |o_i|)
+  dph_fkl, dph_js   GRPO's, plus the divergence to the reference on reference samples
+
+Values follow the papers where they state them; where they do not (NGRPO's asymmetric clip,
+CISPO's truncation, NFT's and PACS's aggregation, the DPH coefficients), ours are marked.
 """
 
 from __future__ import annotations
 
-import functools
+ADVANTAGES = ("grpo", "dr_grpo", "lite_ppo", "batch", "rloo", "ngrpo")
+AGGREGATIONS = (
+    "token_mean",
+    "seq_mean_token_mean",
+    "seq_mean_token_sum",
+    "seq_mean_token_sum_norm",
+)
+POLICY_LOSSES = ("ppo_clip", "cispo", "reinforce", "nft", "gspo", "pacs")
+SEQUENCE_LOSSES = ("gspo", "pacs")  # one loss per sequence: averaged over sequences
+DIVERGENCES = ("none", "k1", "k2", "k3", "forward_kl", "js")
+SAMPLE_DIVERGENCES = ("forward_kl", "js")  # estimated on the reference model's own samples
+PLACEMENTS = ("loss", "reward")
 
-from rljax import returns
-from rljax.lm.rlvr import RLConfig
-from rljax.losses import kl, reduce
-
-ADVANTAGES = {
-    "grpo": returns.grpo_advantages,  # (r - mean_g) / std_g            (Shao et al. 2024)
-    "dr_grpo": returns.dr_grpo_advantages,  # r - mean_g                 (Liu et al. 2025)
-    "lite_ppo": returns.lite_ppo_advantages,  # (r - mean_g) / std_batch (Tricks or Traps, #3)
-    "batch": returns.batch_advantages,  # (r - mean_batch) / std_batch
-    "rloo": returns.rloo_advantages,  # leave-one-out baseline        (Ahmadian et al. 2024)
-    "ngrpo": returns.ngrpo_advantages,  # virtual r_max sample          (NGRPO, #93)
+# Which choice field takes names from which tuple.
+CHOICES = {
+    "advantage": ADVANTAGES,
+    "aggregation": AGGREGATIONS,
+    "policy_loss": POLICY_LOSSES,
+    "divergence": DIVERGENCES,
+    "placement": PLACEMENTS,
 }
-AGGREGATIONS = {
-    "token_mean": reduce.token_mean,
-    "seq_mean_token_mean": reduce.seq_mean_token_mean,
-    "seq_mean_token_sum": reduce.seq_mean_token_sum,
-    "seq_mean_token_sum_norm": reduce.seq_mean_token_sum_norm,  # needs max_len (Dr.GRPO)
-}
-KL_ESTIMATORS = {"none": None, "k1": kl.k1, "k2": kl.k2, "k3": kl.k3}
 
 _COMMON = dict(
-    sequence_ratio=False,
+    advantage="grpo",
+    aggregation="token_mean",
+    policy_loss="ppo_clip",
+    divergence="none",
+    placement="loss",
     eps_low=0.2,
     eps_high=0.2,
-    kl="none",
     kl_coef=0.0,
-    kl_in_reward=False,
     entropy_coef=0.0,
+    pacs_beta=1.0,
     num_epochs=2,
     num_minibatches=2,
     learning_rate=3e-4,
-    max_grad_norm=1.0,
-    dynamic_sampling=False,
+    dynamic_sampling=0,
 )
 PRESETS = {
     # DeepSeekMath GRPO: group-normalized advantages, per-sequence mean, k3 KL in the loss.
-    "grpo": {
-        **_COMMON,
-        "advantage": "grpo",
-        "aggregation": "seq_mean_token_mean",
-        "kl": "k3",
-        "kl_coef": 0.04,
-    },
+    "grpo": {**_COMMON, "aggregation": "seq_mean_token_mean", "divergence": "k3", "kl_coef": 0.04},
     # Dr.GRPO: no std division, constant length normalizer, no KL.
     "dr_grpo": {**_COMMON, "advantage": "dr_grpo", "aggregation": "seq_mean_token_sum_norm"},
     # DAPO: clip-higher, token-level mean, dynamic sampling, no KL.
-    "dapo": {
-        **_COMMON,
-        "advantage": "grpo",
-        "aggregation": "token_mean",
-        "eps_high": 0.28,
-        "dynamic_sampling": True,
-    },
+    "dapo": {**_COMMON, "eps_high": 0.28, "dynamic_sampling": 1},
     # Lite PPO: group mean / batch std, token-level mean.
-    "lite_ppo": {**_COMMON, "advantage": "lite_ppo", "aggregation": "token_mean"},
-    # NGRPO: virtual max-reward sample, asymmetric clip.
-    "ngrpo": {
-        **_COMMON,
-        "advantage": "ngrpo",
-        "aggregation": "token_mean",
-        "eps_low": 0.16,
-        "eps_high": 0.24,
-    },
+    "lite_ppo": {**_COMMON, "advantage": "lite_ppo"},
+    # NGRPO: virtual max-reward sample, asymmetric clip (ε values ours).
+    "ngrpo": {**_COMMON, "advantage": "ngrpo", "eps_low": 0.16, "eps_high": 0.24},
     # GSPO: sequence-level length-normalized ratio with a tiny clip range.
     "gspo": {
         **_COMMON,
-        "advantage": "grpo",
         "aggregation": "seq_mean_token_mean",
-        "sequence_ratio": True,
+        "policy_loss": "gspo",
         "eps_low": 3e-4,
         "eps_high": 4e-4,
     },
-    # RLOO: leave-one-out baseline, one on-policy pass (= REINFORCE; the clip never binds).
+    # RLOO: leave-one-out baseline, one on-policy pass, the sequence-sum REINFORCE form.
     "rloo": {
         **_COMMON,
         "advantage": "rloo",
-        "aggregation": "seq_mean_token_mean",
+        "aggregation": "seq_mean_token_sum",
+        "policy_loss": "reinforce",
         "num_epochs": 1,
         "num_minibatches": 1,
     },
+    # CISPO (MiniMax-M1, ScaleRL): clipped, stopped IS weight; no lower bound (ε_high ours).
+    "cispo": {**_COMMON, "policy_loss": "cispo", "eps_low": 1.0, "eps_high": 0.28},
+    # NFT: supervised loss on positives and an implicit negative policy (token mean ours).
+    "nft": {**_COMMON, "policy_loss": "nft"},
+    # PACS: BCE of a leave-one-out log-ratio score against the 0/1 reward (β ours).
+    "pacs": {**_COMMON, "policy_loss": "pacs", "aggregation": "seq_mean_token_mean"},
+    # DPH-RL ("The Choice of Divergence"): GRPO plus a mass-covering divergence to the base,
+    # estimated on the base's own samples (coefficients ours).
+    "dph_fkl": {
+        **_COMMON,
+        "aggregation": "seq_mean_token_mean",
+        "divergence": "forward_kl",
+        "kl_coef": 0.05,
+    },
+    "dph_js": {
+        **_COMMON,
+        "aggregation": "seq_mean_token_mean",
+        "divergence": "js",
+        "kl_coef": 0.1,
+    },
 }
+FIELDS = tuple(_COMMON)  # every field a preset sets, and so every field a sweep may name
 
 
-def _choose(field: str, name: str, table: dict):
+def _choose(field: str, name, table) -> int:
     if name not in table:
-        raise ValueError(f"{field}={name!r} is not one of {sorted(table)}")
-    return table[name]
+        raise ValueError(f"{field}={name!r} is unknown; valid: {', '.join(table)}")
+    return table.index(name)
 
 
 def resolve(preset: str, **overrides) -> dict:
-    """The preset's hyperparameters with `overrides` applied (names still as strings)."""
-    values = dict(_choose("preset", preset, PRESETS))
+    """The preset's fields with `overrides` applied (choices still as names)."""
+    if preset not in PRESETS:
+        raise ValueError(f"preset={preset!r} is unknown; valid: {', '.join(PRESETS)}")
+    values = dict(PRESETS[preset])
     for key, value in overrides.items():
         if key not in values:
-            raise ValueError(f"override {key!r} is not a preset field; fields: {sorted(values)}")
+            raise ValueError(f"rl.{key} is not a preset field; fields: {', '.join(FIELDS)}")
         values[key] = value
     return values
 
 
-def make_rl_config(preset: str, *, completion_length: int, **overrides) -> tuple[RLConfig, bool]:
-    """Builds the trainer config of a named preset. Returns (RLConfig, dynamic_sampling)."""
-    v = resolve(preset, **overrides)
-    aggregate = _choose("aggregation", v["aggregation"], AGGREGATIONS)
-    if v["aggregation"] == "seq_mean_token_sum_norm":
-        aggregate = functools.partial(aggregate, max_len=float(completion_length))
-    cfg = RLConfig(
-        advantage_fn=_choose("advantage", v["advantage"], ADVANTAGES),
-        aggregate_fn=aggregate,
-        sequence_ratio=bool(v["sequence_ratio"]),
-        eps_low=float(v["eps_low"]),
-        eps_high=float(v["eps_high"]),
-        kl_fn=_choose("kl", v["kl"], KL_ESTIMATORS),
-        kl_coef=float(v["kl_coef"]),
-        kl_in_reward=bool(v["kl_in_reward"]),
-        entropy_coef=float(v["entropy_coef"]),
-        num_epochs=int(v["num_epochs"]),
-        num_minibatches=int(v["num_minibatches"]),
-        learning_rate=float(v["learning_rate"]),
-        max_grad_norm=float(v["max_grad_norm"]),
+def check(values: dict) -> None:
+    """Validates one learner's resolved fields; raises ValueError naming field, value, range."""
+    for field, table in CHOICES.items():
+        _choose(f"rl.{field}", values[field], table)
+    for field in ("eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta"):
+        v = float(values[field])
+        if not v >= 0 or v != v or v == float("inf"):
+            raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite >= 0")
+    if not 0 < float(values["learning_rate"]) < 1:
+        raise ValueError(f"rl.learning_rate={values['learning_rate']!r}; allowed: in (0, 1)")
+    for field in ("num_epochs", "num_minibatches"):
+        v = values[field]
+        if isinstance(v, bool) or int(v) != v or not 1 <= v <= 64:
+            raise ValueError(f"rl.{field}={v!r} is invalid; allowed: an integer in [1, 64]")
+    if values["dynamic_sampling"] not in (0, 1, True, False):
+        raise ValueError(f"rl.dynamic_sampling={values['dynamic_sampling']!r}; allowed: 0 or 1")
+    if values["divergence"] in SAMPLE_DIVERGENCES and values["placement"] == "reward":
+        raise ValueError(
+            f"rl.placement='reward' with rl.divergence={values['divergence']!r}: a divergence "
+            "estimated on reference samples can only be placed in the loss"
+        )
+    if values["divergence"] == "none" and float(values["kl_coef"]) > 0:
+        raise ValueError(
+            f"rl.kl_coef={values['kl_coef']!r} with rl.divergence='none' would be ignored; "
+            f"choose rl.divergence from {', '.join(DIVERGENCES[1:])}"
+        )
+    if values["divergence"] != "none" and not float(values["kl_coef"]) > 0:
+        raise ValueError(
+            f"rl.divergence={values['divergence']!r} needs rl.kl_coef > 0 "
+            f"(got {values['kl_coef']!r}); use divergence='none' for no regularizer"
+        )
+
+
+def hparam_values(values: dict) -> dict:
+    """Resolved fields -> the numbers a learner carries (choices as their integer codes)."""
+    check(values)
+    out = {k: v for k, v in values.items() if k not in CHOICES}
+    out.update({field: _choose(field, values[field], table) for field, table in CHOICES.items()})
+    out["dynamic_sampling"] = int(bool(values["dynamic_sampling"]))
+    out["num_epochs"], out["num_minibatches"] = (
+        int(values["num_epochs"]),
+        int(values["num_minibatches"]),
     )
-    return cfg, bool(v["dynamic_sampling"])
+    return out

@@ -45,6 +45,11 @@ class LoopConfig:
     resume: bool  # continue from the latest checkpoint in workdir
     progress: bool = True  # show a progress bar
     final_window: float = 0.05  # fraction of the run whose episodes define the "final return"
+    score_key: str = "episode/return"  # the metric curves, progress and the summary follow
+    count_key: str | None = "episode/count"  # its weight per update (None: 1 where finite)
+    score_name: str = "return"  # how rows, plots and the summary name the score
+    x_name: str = "env_steps"  # the x axis: env_steps_per_update counts these per update
+    rows_per_learner: bool = False  # one row per (update, learner) instead of per grid point
 
 
 @dataclasses.dataclass
@@ -107,33 +112,50 @@ def _archive_previous(workdir: str) -> None:
 
 
 def _rows(cfg: LoopConfig, metrics: dict[str, np.ndarray], first_update: int, carried: np.ndarray):
-    """Turns chunk metrics ``[A, n]`` into rows per (update, grid point); updates ``carried``."""
+    """Turns chunk metrics ``[A, n]`` into rows per (update, grid point) or per (update,
+    learner) with ``cfg.rows_per_learner``; updates ``carried`` (the latest score per learner)."""
     num_grid, num_seeds = len(cfg.grid), cfg.num_seeds
     fields = sweep.swept_fields(list(cfg.grid))
     n = next(iter(metrics.values())).shape[1]
+    name = cfg.score_name
     rows = []
     for i in range(n):
         update = first_update + i + 1
-        ret = metrics["episode/return"][:, i]
+        ret = metrics[cfg.score_key][:, i]
         carried[:] = np.where(np.isfinite(ret), ret, carried)
-        for g in range(num_grid):
-            sl = slice(g * num_seeds, (g + 1) * num_seeds)
+        groups = (
+            [(a // num_seeds, slice(a, a + 1)) for a in range(num_grid * num_seeds)]
+            if cfg.rows_per_learner
+            else [(g, slice(g * num_seeds, (g + 1) * num_seeds)) for g in range(num_grid)]
+        )
+        for g, sl in groups:
             row: dict[str, Any] = {
                 "update": update,
-                "env_steps": update * cfg.env_steps_per_update,
+                cfg.x_name: update * cfg.env_steps_per_update,
                 "grid": g,
             }
+            if cfg.rows_per_learner:
+                row["seed"] = sl.start % num_seeds
             row.update({k: cfg.grid[g][k] for k in fields})
             with np.errstate(all="ignore"), _quiet():
                 r = carried[sl]
-                row["return/mean"] = float(np.nanmean(r))
-                row["return/min"] = float(np.nanmin(r))
-                row["return/max"] = float(np.nanmax(r))
+                row[f"{name}/mean"] = float(np.nanmean(r))
+                row[f"{name}/min"] = float(np.nanmin(r))
+                row[f"{name}/max"] = float(np.nanmax(r))
             for key, value in metrics.items():
-                if key != "episode/return":
-                    row[key] = float(np.mean(value[sl, i]))
+                if key != cfg.score_key:
+                    with np.errstate(all="ignore"), _quiet():
+                        row[key] = float(np.nanmean(value[sl, i]))
             rows.append(row)
     return rows
+
+
+def learner_name(cfg: LoopConfig, agent: int) -> str:
+    """ "learner 5 (grid point 1: preset=dapo; seed 1)": how messages name one learner."""
+    g, seed = divmod(int(agent), cfg.num_seeds)
+    fields = sweep.swept_fields(list(cfg.grid))
+    point = ", ".join(f"{k}={cfg.grid[g][k]}" for k in fields) or "no sweep"
+    return f"learner {agent} (grid point {g}: {point}; seed {seed})"
 
 
 class _quiet:
@@ -148,27 +170,29 @@ class _quiet:
         self._w.__exit__(*exc)
 
 
-def _check_finite(metrics: dict[str, np.ndarray], update: int) -> None:
+def _check_finite(cfg: LoopConfig, metrics: dict[str, np.ndarray], update: int) -> None:
     for key, value in metrics.items():
         if key.startswith("loss/") and not np.all(np.isfinite(value)):
             bad = np.argwhere(~np.isfinite(value))[0]
             raise NonFiniteLossError(
-                f"{key} became {value[tuple(bad)]} for agent {bad[0]} within updates "
+                f"{key} became {value[tuple(bad)]} for {learner_name(cfg, bad[0])} within updates "
                 f"{update + 1}..{update + value.shape[1]}; stopped, keeping the last good "
                 "checkpoint"
             )
 
 
 def run(
-    cfg: LoopConfig, states: Any, chunk_fn: Callable[[Any], tuple[Any, dict]]
+    cfg: LoopConfig, states: Any, chunk_fn: Callable[..., tuple[Any, dict]], *args: Any
 ) -> tuple[Any, Summary]:
     """Trains ``states`` (leaves ``[A, ...]``) by repeated calls of the jitted ``chunk_fn``.
 
     Args:
       cfg: loop settings.
       states: initial agent states, A = G × S on the leading axis (used as the restore template).
-      chunk_fn: jitted ``states -> (states, metrics)`` doing ``cfg.chunk_updates`` updates; each
-        metric is ``[A, chunk_updates]`` and ``"episode/return"`` is NaN where no episode ended.
+      chunk_fn: jitted ``(states, *args) -> (states, metrics)`` doing ``cfg.chunk_updates``
+        updates; each metric is ``[A, chunk_updates]`` and ``cfg.score_key`` is NaN where no
+        score was measured (no episode ended, no evaluation ran).
+      *args: further arguments of every call (e.g. the LM learners' shared task data).
 
     Returns:
       The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses.
@@ -213,7 +237,7 @@ def run(
         }
 
     t0 = time.perf_counter()
-    compiled = chunk_fn.lower(states).compile() if hasattr(chunk_fn, "lower") else chunk_fn
+    compiled = chunk_fn.lower(states, *args).compile() if hasattr(chunk_fn, "lower") else chunk_fn
     compile_s = time.perf_counter() - t0
     update, interrupted = start, False
     bar = tqdm(
@@ -224,10 +248,11 @@ def run(
     try:
         with _StopFlag() as flag:
             while update < cfg.num_updates:
-                states, metrics = compiled(states)
+                states, metrics = compiled(states, *args)
                 metrics = jax.device_get(metrics)
-                _check_finite(metrics, update)
-                ret, cnt = metrics["episode/return"], metrics["episode/count"]
+                _check_finite(cfg, metrics, update)
+                ret = metrics[cfg.score_key]
+                cnt = metrics[cfg.count_key] if cfg.count_key else np.isfinite(ret).astype(np.int32)
                 in_window = (np.arange(update, update + cfg.chunk_updates) >= window_start)[None]
                 win_sum += np.sum(np.where(in_window & (cnt > 0), np.nan_to_num(ret) * cnt, 0), 1)
                 win_count += np.sum(np.where(in_window, cnt, 0), 1)
@@ -241,8 +266,8 @@ def run(
                 with np.errstate(all="ignore"), _quiet():
                     bar.set_postfix(
                         {
-                            "env-steps/s": f"{sps / elapsed:,.0f}",
-                            "return": f"{np.nanmean(carried):.1f}",
+                            f"{cfg.x_name.replace('_', '-')}/s": f"{sps / elapsed:,.0f}",
+                            cfg.score_name: f"{np.nanmean(carried):.3g}",
                         }
                     )
                 bar.update(cfg.chunk_updates)
@@ -297,19 +322,35 @@ def _plot(cfg: LoopConfig, rows: list[dict]) -> None:
     num_grid = len(cfg.grid)
     updates = sorted({r["update"] for r in rows})
     index = {u: i for i, u in enumerate(updates)}
-    curves = np.full((num_grid, 3, len(updates)), np.nan)
+    name = cfg.score_name
+    # [grid, seed slot, update]: per-learner rows give one value per seed, grid rows give three.
+    width = cfg.num_seeds if cfg.rows_per_learner else 3
+    values = np.full((num_grid, width, len(updates)), np.nan)
     for r in rows:
-        for j, key in enumerate(("return/mean", "return/min", "return/max")):
+        keys = (f"{name}/mean",) if cfg.rows_per_learner else (f"{name}/{k}" for k in STATS)
+        slots = (r["seed"],) if cfg.rows_per_learner else range(3)
+        for j, key in zip(slots, keys, strict=True):
             value = r[key]
-            curves[r["grid"], j, index[r["update"]]] = np.nan if value is None else value
+            values[r["grid"], j, index[r["update"]]] = np.nan if value is None else value
+    if cfg.rows_per_learner:
+        with np.errstate(all="ignore"), _quiet():
+            values = np.stack(
+                [np.nanmean(values, 1), np.nanmin(values, 1), np.nanmax(values, 1)], axis=1
+            )
+    measured = ~np.all(np.isnan(values[:, 0]), axis=0)  # e.g. evaluations only at chunk ends
     fields = sweep.swept_fields(list(cfg.grid))
     labels = [sweep.label(p, fields) for p in cfg.grid]
-    x = np.asarray(updates) * cfg.env_steps_per_update
+    x = np.asarray(updates)[measured] * cfg.env_steps_per_update
     plots.band_curves(
         x,
-        curves,
+        values[..., measured],
         labels,
         os.path.join(cfg.workdir, "curves.png"),
         title=cfg.title,
         num_seeds=cfg.num_seeds,
+        xlabel=f"{cfg.x_name.replace('_', ' ')} per learner",
+        ylabel="episode return" if name == "return" else name,
     )
+
+
+STATS = ("mean", "min", "max")

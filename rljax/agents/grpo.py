@@ -1,0 +1,416 @@
+"""RLVR for the GRPO family as one learner: a whole step under one `jit`, choices as leaves.
+
+One `update(config, data, state)` samples G completions for each of B prompts with the KV cache,
+scores them on device (`rljax.lm.device_reward`; a host verifier through `jax.pure_callback`
+where a task needs a parser), turns rewards into advantages and runs epochs × minibatches of
+AdamW steps. Every numeric hyperparameter and every discrete choice (advantage estimator,
+aggregation, policy loss, divergence and its placement, dynamic sampling, epochs, minibatches)
+is a leaf of `Hparams`, so `jax.vmap` over learners trains a grid of presets × seeds in one
+compiled program (`rljax.lm.presets` names the choices; `rljax.lm.objective` computes them).
+
+Static shapes everywhere: dynamic sampling draws `oversample × B` groups and keeps the first B
+whose rewards vary, refilling with masked-out groups; learners without it keep the first B.
+Minibatches are whole groups (PACS needs its group-mates). Minibatch counts that differ between
+learners share one schedule of `max_minibatches` micro-batches per epoch: a learner with M
+minibatches accumulates `max_minibatches / M` micro-batch gradients per AdamW step, with
+aggregation normalizers taken over its whole minibatch, so it computes what M minibatches would.
+Epochs beyond a learner's `num_epochs` are skipped the same way.
+
+Keys: each learner has a root key (`init`); step s uses `fold_in(root, s)` split once per
+purpose (prompts, sampling, reference samples, minibatch order). Evaluation uses its own key,
+shared by all learners and never derived from a training key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.lm import device_reward, objective
+from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.model import TransformerConfig
+from rljax.lm.sampling import sample
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Static settings shared by every learner of a population."""
+
+    model: TransformerConfig  # the policy's architecture (the base's)
+    reward_kind: str  # device_reward.KINDS[task]
+    completion_length: int  # A, sampled tokens per completion
+    prompts_per_step: int = 32  # B, groups per update
+    group_size: int = 8  # G, samples per prompt
+    oversample: int = 1  # groups drawn per kept group (2 when any learner samples dynamically)
+    max_epochs: int = 2  # E_max: the largest num_epochs of the population
+    max_minibatches: int = 2  # M_max: a multiple of every learner's num_minibatches
+    reference_samples: int = 0  # base samples per prompt for forward-KL / JS (0: none needed)
+    temperature: float = 1.0  # sampling temperature (training and quick evaluation)
+    top_p: float = 1.0  # nucleus mass
+    format_weight: float = 0.0  # reward weight of a well-formed answer
+    max_grad_norm: float = 1.0  # global-norm gradient clipping
+    weight_decay: float = 1e-4  # AdamW decoupled weight decay
+    eval_seed: int = 7  # the evaluation key, never a training key
+    host_scorer: Callable | None = None  # device_reward.host_scorer for reward_kind "host"
+
+
+class Hparams(NamedTuple):
+    """Per-learner values: floats and integer choice codes (`rljax.lm.presets`)."""
+
+    learning_rate: jax.Array
+    eps_low: jax.Array
+    eps_high: jax.Array
+    kl_coef: jax.Array
+    entropy_coef: jax.Array
+    pacs_beta: jax.Array
+    advantage: jax.Array
+    aggregation: jax.Array
+    policy_loss: jax.Array
+    divergence: jax.Array
+    placement: jax.Array
+    dynamic_sampling: jax.Array
+    num_epochs: jax.Array
+    num_minibatches: jax.Array
+
+
+INT_FIELDS = (
+    "advantage",
+    "aggregation",
+    "policy_loss",
+    "divergence",
+    "placement",
+    "dynamic_sampling",
+    "num_epochs",
+    "num_minibatches",
+)
+
+
+def make_hparams(values: dict) -> Hparams:
+    """One learner's `Hparams` from `presets.hparam_values` output (scalars)."""
+    return Hparams(
+        **{
+            f: jnp.asarray(values[f], jnp.int32 if f in INT_FIELDS else jnp.float32)
+            for f in Hparams._fields
+        }
+    )
+
+
+class TaskData(NamedTuple):
+    """What a learner trains on (the LM "environment"): shared by all learners, not vmapped."""
+
+    base_params: dict  # the SFT base: initial policy and KL / divergence reference
+    train: device_reward.ProblemTable  # prompts the steps draw from
+    eval: device_reward.ProblemTable  # the quick held-out evaluation set
+
+
+class State(NamedTuple):
+    params: dict
+    opt_state: optax.OptState
+    key: jax.Array  # the learner's root key; step s uses fold_in(key, s)
+    step: jax.Array  # updates done (int32)
+    hparams: Hparams
+
+
+def validate(config: Config) -> None:
+    """Checks the static config; raises ValueError naming the field, value and allowed range."""
+    for name in (
+        "completion_length",
+        "prompts_per_step",
+        "oversample",
+        "max_epochs",
+        "max_minibatches",
+    ):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= 1")
+    if not isinstance(config.group_size, int) or config.group_size < 2:
+        raise ValueError(f"group_size={config.group_size!r} is invalid; allowed: an integer >= 2")
+    if config.prompts_per_step % config.max_minibatches:
+        raise ValueError(
+            f"prompts_per_step={config.prompts_per_step} is not divisible by the minibatch "
+            f"schedule {config.max_minibatches}; allowed: a multiple of every num_minibatches"
+        )
+    if config.reward_kind not in set(device_reward.KINDS.values()):
+        raise ValueError(f"reward_kind={config.reward_kind!r}; valid: {set(device_reward.KINDS)}")
+    if config.reward_kind == "host" and config.host_scorer is None:
+        raise ValueError("reward_kind='host' needs config.host_scorer")
+    if not config.temperature > 0:
+        raise ValueError(f"temperature={config.temperature!r} is invalid; allowed: > 0")
+    if not 0 < config.top_p <= 1:
+        raise ValueError(f"top_p={config.top_p!r} is invalid; allowed: in (0, 1]")
+    if config.format_weight < 0 or config.reference_samples < 0:
+        raise ValueError("format_weight and reference_samples must be >= 0")
+
+
+def _optimizer(config: Config) -> optax.GradientTransformation:
+    """AdamW without its step size: the learning rate is a per-learner leaf applied after."""
+    return optax.chain(
+        optax.clip_by_global_norm(config.max_grad_norm),
+        optax.scale_by_adam(b2=0.99),
+        optax.add_decayed_weights(config.weight_decay),
+    )
+
+
+def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> State:
+    """A learner starting at the base model with root key `key`."""
+    params = jax.tree.map(jnp.array, data.base_params)  # a copy: states are donated
+    return State(params, _optimizer(config).init(params), key, jnp.zeros((), jnp.int32), hparams)
+
+
+def act(config: Config, params, prompt_tokens, prompt_mask, key):
+    """Samples one completion per prompt row (`[R, P]`) at the config's temperature / top-p."""
+    return sample(
+        params,
+        config.model,
+        prompt_tokens,
+        prompt_mask,
+        key,
+        max_new_tokens=config.completion_length,
+        temperature=config.temperature,
+        top_p=config.top_p,
+    )
+
+
+def _choice(hp: Hparams) -> objective.Choice:
+    return objective.Choice(**{f: getattr(hp, f) for f in objective.Choice._fields})
+
+
+class _Rollout(NamedTuple):
+    """The B kept groups of one step, rows problem-major (`N = B × G`)."""
+
+    prompt_tokens: jax.Array  # [N, P]
+    prompt_mask: jax.Array
+    tokens: jax.Array  # [N, A]
+    completion_mask: jax.Array
+    mask: jax.Array  # [N, A] float: completion mask × group validity
+    rewards: jax.Array  # [B, G] verifier rewards
+    correct: jax.Array  # [N] float
+    group_valid: jax.Array  # [B] float
+    problem: jax.Array  # [B] table rows
+
+
+def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample):
+    B, G = config.prompts_per_step, config.group_size
+    drawn = B * config.oversample
+    problem = jax.random.randint(key_prompts, (drawn,), 0, data.train.level.shape[0])
+    rows = jnp.repeat(problem, G)
+    prompt_tokens, prompt_mask = data.train.prompt_tokens[rows], data.train.prompt_mask[rows]
+    out = act(config, state.params, prompt_tokens, prompt_mask, key_sample)
+    reward, correct = device_reward.score(
+        config.reward_kind,
+        out.tokens,
+        data.train,
+        rows,
+        format_weight=config.format_weight,
+        host=config.host_scorer,
+    )
+    rewards = reward.reshape(drawn, G)
+    varies = jnp.std(rewards, axis=1) > 0
+    dynamic = state.hparams.dynamic_sampling == 1
+    rank = jnp.where(dynamic & ~varies, drawn, 0) + jnp.arange(drawn)
+    keep = jnp.argsort(rank)[:B]  # varied groups first (dynamic), else the first B
+    group_valid = jnp.where(dynamic, varies[keep], True).astype(jnp.float32)
+    kept = (keep[:, None] * G + jnp.arange(G)).reshape(-1)
+    mask = out.mask[kept].astype(jnp.float32) * jnp.repeat(group_valid, G)[:, None]
+    return _Rollout(
+        prompt_tokens[kept],
+        prompt_mask[kept],
+        out.tokens[kept],
+        out.mask[kept],
+        mask,
+        rewards[keep],
+        correct.reshape(-1)[kept].astype(jnp.float32),
+        group_valid,
+        problem[keep],
+    )
+
+
+def _micro_schedule(config: Config, hp: Hparams, mask: jax.Array, key):
+    """Rows, normalizers, and active / apply flags of every micro-step `[E_max × M_max]`."""
+    B, G = config.prompts_per_step, config.group_size
+    E, M = config.max_epochs, config.max_minibatches
+    per_micro = B // M
+    perms = jnp.stack([jax.random.permutation(k, B) for k in jax.random.split(key, E)])
+    groups = perms.reshape(E, M, per_micro)
+    rows = (groups[..., None] * G + jnp.arange(G)).reshape(E, M, per_micro * G)
+    micro_mask = mask[rows]  # [E, M, rows, A]
+    tokens = jnp.sum(micro_mask, axis=(2, 3))
+    seqs = jnp.sum(jnp.any(micro_mask > 0, axis=3), axis=2).astype(jnp.float32)
+    k = M // jnp.maximum(hp.num_minibatches, 1)  # micro-batches per AdamW step
+    minibatch = jnp.arange(M) // k
+    same = (minibatch[:, None] == minibatch[None, :]).astype(jnp.float32)  # [M, M]
+    refs = jnp.full((E, M), per_micro * config.reference_samples, jnp.float32) @ same
+    norms = objective.Norms(tokens @ same, seqs @ same, refs)
+    active = jnp.broadcast_to(jnp.arange(E)[:, None] < hp.num_epochs, (E, M))
+    apply = active & ((jnp.arange(M) + 1) % k == 0)[None, :]
+    flat = lambda x: x.reshape(E * M, *x.shape[2:])  # noqa: E731
+    return flat(rows), flat(groups), jax.tree.map(flat, norms), flat(active), flat(apply)
+
+
+def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.Norms):
+    """The micro-batch's contribution to its minibatch's loss. Returns (loss, metrics)."""
+    logp, entropy = completion_log_probs(
+        params,
+        config.model,
+        batch["prompt_tokens"],
+        batch["prompt_mask"],
+        batch["tokens"],
+        batch["completion_mask"],
+    )
+    choice = _choice(hp)
+    mb = objective.MicroBatch(
+        logp,
+        entropy,
+        batch["old_logp"],
+        batch["ref_logp"],
+        batch["mask"],
+        batch["adv"],
+        batch["correct"],
+        batch["correct_rate"],
+        config.group_size,
+    )
+    max_len = float(config.completion_length)
+    policy, clip_share = objective.policy_loss(choice, mb, norms, max_len)
+    ent_term, kl_term, mean_entropy, mean_kl = objective.regularizers(choice, mb, norms, max_len)
+    loss = policy - hp.entropy_coef * ent_term + hp.kl_coef * kl_term
+    metrics = {"loss/policy": policy, "entropy": mean_entropy, "kl/k3": mean_kl}
+    if config.reference_samples:
+        ref_logp_theta, _ = completion_log_probs(
+            params,
+            config.model,
+            batch["ref_prompt_tokens"],
+            batch["ref_prompt_mask"],
+            batch["ref_tokens"],
+            batch["ref_completion_mask"],
+        )
+        divergence = objective.sample_divergence(
+            choice, jnp.sum(ref_logp_theta, axis=1), batch["ref_seq_logp"], norms
+        )
+        loss = loss + hp.kl_coef * divergence
+        metrics["loss/divergence"] = divergence
+    metrics["loss/total"] = loss
+    metrics["clip_frac"] = clip_share
+    return loss, metrics
+
+
+def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[str, jax.Array]]:
+    """One RLVR step: sample, score, advantages, epochs × minibatches of AdamW. Metrics: scalars."""
+    hp, choice = state.hparams, _choice(state.hparams)
+    B, G = config.prompts_per_step, config.group_size
+    k_prompts, k_sample, k_ref, k_order = jax.random.split(
+        jax.random.fold_in(state.key, state.step), 4
+    )
+    ro = _rollout(config, data, state, k_prompts, k_sample)
+    seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
+    old_logp, _ = completion_log_probs(state.params, config.model, *seqs)
+    ref_logp, _ = completion_log_probs(data.base_params, config.model, *seqs)
+    penalty = objective.kl_reward_penalty(choice, old_logp, ref_logp, ro.mask)
+    group_mask = jnp.broadcast_to(ro.group_valid[:, None], (B, G))
+    shaped = ro.rewards - penalty.reshape(B, G)
+    adv = objective.advantages(choice, shaped, group_mask, 1.0 + config.format_weight)
+    correct = ro.correct.reshape(B, G)
+    rate = jnp.sum(correct * group_mask, 1) / jnp.maximum(jnp.sum(group_mask, 1), 1.0)
+    batch = {
+        "prompt_tokens": ro.prompt_tokens,
+        "prompt_mask": ro.prompt_mask,
+        "tokens": ro.tokens,
+        "completion_mask": ro.completion_mask,
+        "mask": ro.mask,
+        "old_logp": old_logp,
+        "ref_logp": ref_logp,
+        "adv": adv.reshape(-1),
+        "correct": ro.correct,
+        "correct_rate": jnp.repeat(rate, G),
+    }
+    ref_batch, R = {}, config.reference_samples
+    if R:  # the base's own samples, for forward KL / JS
+        rows = jnp.repeat(ro.problem, R)
+        ref_prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
+        ref_out = act(config, data.base_params, *ref_prompt, k_ref)
+        base_logp, _ = completion_log_probs(
+            data.base_params, config.model, *ref_prompt, ref_out.tokens, ref_out.mask
+        )
+        ref_batch = {
+            "ref_prompt_tokens": ref_prompt[0],
+            "ref_prompt_mask": ref_prompt[1],
+            "ref_tokens": ref_out.tokens,
+            "ref_completion_mask": ref_out.mask,
+            "ref_seq_logp": jnp.sum(base_logp, axis=1),
+        }
+    rows, groups, norms, active, apply = _micro_schedule(config, hp, ro.mask, k_order)
+    optimizer = _optimizer(config)
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def micro_step(carry, x):
+        params, opt_state, acc = carry
+        row, group, norm, is_active, is_apply = x
+        micro = jax.tree.map(lambda v: v[row], batch)
+        if ref_batch:
+            ref_rows = (group[:, None] * R + jnp.arange(R)).reshape(-1)
+            micro.update(jax.tree.map(lambda v: v[ref_rows], ref_batch))
+        (_, metrics), grads = grad_fn(params, config, hp, micro, norm)
+        acc = jax.tree.map(lambda a, g: a + jnp.where(is_active, g, 0.0), acc, grads)
+        updates, new_opt = optimizer.update(acc, opt_state, params)
+        new_params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates)
+        params = jax.tree.map(lambda n, o: jnp.where(is_apply, n, o), new_params, params)
+        opt_state = jax.tree.map(lambda n, o: jnp.where(is_apply, n, o), new_opt, opt_state)
+        metrics = {k: jnp.where(is_active, v, 0.0) for k, v in metrics.items()}
+        metrics["grad_norm"] = jnp.where(is_apply, optax.tree.norm(acc), 0.0)
+        acc = jax.tree.map(lambda a: jnp.where(is_apply, 0.0, a), acc)
+        return (params, opt_state, acc), metrics
+
+    zeros = jax.tree.map(jnp.zeros_like, state.params)
+    (params, opt_state, _), metrics = jax.lax.scan(
+        micro_step, (state.params, state.opt_state, zeros), (rows, groups, norms, active, apply)
+    )
+    num_updates = (hp.num_epochs * hp.num_minibatches).astype(jnp.float32)
+    metrics = {k: jnp.sum(v) / num_updates for k, v in metrics.items()}
+    valid = jnp.repeat(ro.group_valid, G)
+    metrics.update(
+        {
+            "reward/mean": jnp.mean(ro.rewards),
+            "correct/mean": jnp.mean(ro.correct),
+            "adv/abs_mean": jnp.sum(jnp.abs(batch["adv"]) * valid) / jnp.maximum(valid.sum(), 1),
+            "groups/kept_frac": jnp.mean(ro.group_valid),
+            "groups/zero_var_frac": jnp.mean(jnp.std(ro.rewards, axis=1) == 0),
+            "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
+        }
+    )
+    new_state = State(params, opt_state, state.key, state.step + 1, hp)
+    return new_state, metrics
+
+
+def evaluate(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:
+    """Quick held-out pass@1: one sample per evaluation problem, with the evaluation key."""
+    key = jax.random.fold_in(jax.random.PRNGKey(config.eval_seed), step)
+    rows = jnp.arange(data.eval.level.shape[0])
+    out = act(config, params, data.eval.prompt_tokens, data.eval.prompt_mask, key)
+    _, correct = device_reward.score(
+        config.reward_kind,
+        out.tokens,
+        data.eval,
+        rows,
+        format_weight=config.format_weight,
+        host=config.host_scorer,
+    )
+    return jnp.mean(correct.astype(jnp.float32))
+
+
+def train_chunk(
+    config: Config, data: TaskData, state: State, num_updates: int
+) -> tuple[State, dict[str, jax.Array]]:
+    """`num_updates` steps as a `lax.scan`, then the quick evaluation; metrics `[num_updates]`.
+
+    `"eval/pass@1"` is NaN except at the chunk's last update.
+    """
+    state, metrics = jax.lax.scan(
+        lambda s, _: update(config, data, s), state, None, length=num_updates
+    )
+    pass1 = evaluate(config, data, state.params, state.step)
+    metrics["eval/pass@1"] = jnp.full((num_updates,), jnp.nan).at[-1].set(pass1)
+    return state, metrics
