@@ -1,119 +1,89 @@
-"""Small-LM RLVR end to end: SFT base (cached) -> RL preset -> pass@k of base vs RL.
+"""Small-LM RLVR end to end: SFT base (cached) -> a population of RL learners -> pass@k.
 
     python experiments/train_lm.py --config=configs/grpo.py:arithmetic [--workdir=runs/x]
+    python experiments/train_lm.py --config=configs/grpo.py:arithmetic --config.num_seeds=4 \
+        --config.sweep.preset=grpo,dr_grpo,dapo,lite_ppo
+    python experiments/train_lm.py --config=configs/grpo.py:arithmetic --config.resume=True
 
-Writes into --workdir (default runs/lm_<task>_<preset>): rl_metrics.jsonl/.csv, checkpoints/,
-results.md/.json, pass_at_k.png, training.png. Re-running resumes RL from the last checkpoint and
-reuses the cached base model.
+Every grid point (a preset and swept values) x `num_seeds` learners trains in one vmapped,
+jitted program. Writes into --workdir (default runs/lm_<task>_<preset>): metrics.jsonl/.csv
+(one row per update and learner), curves.png (quick held-out pass@1, seed bands per grid point),
+summary.json, checkpoints/, results.md/.json (base vs every grid point with 95% intervals over
+seeds) and pass_at_k.png. An earlier run in --workdir is moved aside unless resume=True.
+`--cpu_devices=N` shards the learners over N CPU devices (a divisor of the population).
 """
+
+import sys
 
 from rljax import xla_flags
 
-xla_flags.set_flags()  # before jax is imported: avoids a known 2-core CPU scheduler hang
+try:
+    _NUM_CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=1)
+except ValueError as e:
+    sys.exit(f"error: {e}")
+xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
-import dataclasses  # noqa: E402
 import os  # noqa: E402
-import time  # noqa: E402
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.lm import base_model, presets, report, rl_loop, rollout, sft  # noqa: E402
-from rljax.lm.data import completion_length, prompt_length  # noqa: E402
-from rljax.lm.model import TransformerConfig, num_params  # noqa: E402
-from rljax.lm.tasks import TASKS  # noqa: E402
-from rljax.lm.tasks.builders import load_problems  # noqa: E402
+from rljax.train import lm_experiment  # noqa: E402
+from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory.")
+flags.DEFINE_integer("cpu_devices", 1, "CPU devices to shard the learners over.")
 
 
-def run(config, workdir: str) -> dict:
-    """The whole pipeline for one config; returns the results dict."""
-    if config.task not in TASKS:
-        raise ValueError(f"task={config.task!r} is not one of {sorted(TASKS)}")
-    task = TASKS[config.task]
-    if not 0 <= config.max_level <= task.num_levels:
-        raise ValueError(f"max_level={config.max_level} must be in [0, {task.num_levels}]")
-    os.makedirs(workdir, exist_ok=True)
-    max_level = config.max_level or task.num_levels
-    train = [p for p in load_problems(task.name, "train", config.data_dir) if p.level <= max_level]
-    test = [p for p in load_problems(task.name, "test", config.data_dir) if p.level <= max_level]
-    test = sorted(test, key=lambda p: (p.level, p.prompt))
-    # Evenly spaced over the level-sorted list, so every level is represented.
-    picks = np.linspace(0, len(test) - 1, min(config.eval.num_problems, len(test)))
-    test = [test[int(round(i))] for i in picks]
-    model_cfg = TransformerConfig(
-        max_len=prompt_length(task) + completion_length(task), **config.model
+def to_run_config(config, workdir: str | None) -> lm_experiment.LMRunConfig:
+    """ConfigDict -> the frozen run config (the one place config names become fields)."""
+    sweep_preset = config.sweep.preset.split(",")[0] if config.sweep.preset else config.preset
+    return lm_experiment.LMRunConfig(
+        task=config.task,
+        max_level=config.max_level,
+        preset=config.preset,
+        rl=tuple(config.rl.items()),
+        sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
+        num_seeds=config.num_seeds,
+        seed=config.seed,
+        steps=config.run.steps,
+        chunk_steps=config.run.chunk_steps,
+        checkpoint_every=config.run.checkpoint_every,
+        prompts_per_step=config.run.prompts_per_step,
+        group_size=config.run.group_size,
+        oversample=config.run.oversample,
+        reference_samples=config.run.reference_samples,
+        temperature=config.run.temperature,
+        top_p=config.run.top_p,
+        format_weight=config.run.format_weight,
+        eval_problems=config.run.eval_problems,
+        final_problems=config.eval.num_problems,
+        final_samples=config.eval.num_samples,
+        model=tuple(config.model.items()),
+        sft=tuple(config.sft.items()),
+        data_dir=config.data_dir,
+        base_cache_dir=config.base_cache_dir,
+        workdir=workdir or os.path.join("runs", f"lm_{config.task}_{sweep_preset}"),
+        resume=config.resume,
+        progress=config.progress,
+        cpu_devices=_NUM_CPU_DEVICES,
     )
-    sft_cfg = sft.SFTConfig(seed=config.seed, **config.sft)
-    overrides = {k: v for k, v in config.rl.items() if v is not None}
-    rl_cfg, dynamic = presets.make_rl_config(
-        config.preset, completion_length=completion_length(task), **overrides
-    )
-    run_cfg = rl_loop.RunConfig(seed=config.seed, **config.run)
-
-    t0 = time.perf_counter()
-    base_params, base_info = base_model.train_or_load(
-        model_cfg, sft_cfg, task, train, config.base_cache_dir
-    )
-    t_base = time.perf_counter() - t0
-    print(
-        f"base: {num_params(base_params):,} params, cached={base_info['cached']}, "
-        f"{t_base:.0f}s ({base_info['path']})"
-    )
-
-    def evaluate(params):
-        return rollout.evaluate(
-            params,
-            model_cfg,
-            task,
-            test,
-            jax.random.key(config.seed + 7),
-            num_samples=config.eval.num_samples,
-            temperature=config.eval.temperature,
-            top_p=1.0,
-        )
-
-    base_eval = evaluate(base_params)
-    t1 = time.perf_counter()
-    state, rows = rl_loop.train(
-        run_cfg, rl_cfg, dynamic, model_cfg, task, train, test, base_params, workdir
-    )
-    t_rl = time.perf_counter() - t1
-    rl_eval = evaluate(state.params)
-    results = {"base": base_eval, f"RL ({config.preset})": rl_eval}
-    extra = {
-        "task": task.name,
-        "levels": f"1-{max_level}",
-        "preset": config.preset,
-        "params": num_params(base_params),
-        "base_cached": base_info["cached"],
-        "base_seconds": round(t_base, 1),
-        "rl_seconds": round(t_rl, 1),
-        "rl_steps": run_cfg.steps,
-        "samples_per_step": run_cfg.prompts_per_step * run_cfg.group_size,
-        "pass@1_gain": round(rl_eval["pass@1"] - base_eval["pass@1"], 4),
-        "rl_config": presets.resolve(config.preset, **overrides),
-        "run_config": dataclasses.asdict(run_cfg),
-    }
-    report.plot_pass_at_k(
-        results,
-        os.path.join(workdir, "pass_at_k.png"),
-        f"{task.name}: base vs RL ({config.preset})",
-    )
-    if rows:
-        report.plot_training(rows, os.path.join(workdir, "training.png"))
-    print(report.write_tables(results, extra, workdir))
-    return {"results": results, **extra}
 
 
 def main(argv):
     del argv
-    config = _CONFIG.value
-    run(config, _WORKDIR.value or os.path.join("runs", f"lm_{config.task}_{config.preset}"))
+    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+    try:
+        run_cfg = to_run_config(_CONFIG.value, _WORKDIR.value)
+        _, summary, text = lm_experiment.run(run_cfg)
+    except (ValueError, NonFiniteLossError) as e:
+        sys.exit(f"error: {e}")
+    print(text)
+    print(summary.line(f"RLVR {run_cfg.task}"))
+    print(f"outputs: {run_cfg.workdir}/(results.md, metrics.csv, curves.png, pass_at_k.png)")
+    if summary.interrupted:
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -197,7 +197,11 @@ class _Rollout(NamedTuple):
 def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample):
     B, G = config.prompts_per_step, config.group_size
     drawn = B * config.oversample
-    problem = jax.random.randint(key_prompts, (drawn,), 0, data.train.level.shape[0])
+    num_problems = data.train.level.shape[0]
+    # One key per group, so drawing more groups (dynamic sampling) keeps the first draws.
+    problem = jax.vmap(
+        lambda g: jax.random.randint(jax.random.fold_in(key_prompts, g), (), 0, num_problems)
+    )(jnp.arange(drawn))
     rows = jnp.repeat(problem, G)
     prompt_tokens, prompt_mask = data.train.prompt_tokens[rows], data.train.prompt_mask[rows]
     out = act(config, state.params, prompt_tokens, prompt_mask, key_sample)
@@ -235,7 +239,8 @@ def _micro_schedule(config: Config, hp: Hparams, mask: jax.Array, key):
     B, G = config.prompts_per_step, config.group_size
     E, M = config.max_epochs, config.max_minibatches
     per_micro = B // M
-    perms = jnp.stack([jax.random.permutation(k, B) for k in jax.random.split(key, E)])
+    # fold_in per epoch: epoch e's order does not depend on how many epochs the population runs.
+    perms = jnp.stack([jax.random.permutation(jax.random.fold_in(key, e), B) for e in range(E)])
     groups = perms.reshape(E, M, per_micro)
     rows = (groups[..., None] * G + jnp.arange(G)).reshape(E, M, per_micro * G)
     micro_mask = mask[rows]  # [E, M, rows, A]

@@ -25,10 +25,17 @@ class Completions(NamedTuple):
     mask: jax.Array
 
 
-def choose(logits: jax.Array, key: jax.Array, temperature: float, top_p: float) -> jax.Array:
+def row_keys(key: jax.Array, batch: int) -> jax.Array:
+    """One key per row, `fold_in(key, row)`: row r's draws do not depend on the batch size, so a
+    batch that grows (dynamic sampling draws more groups) keeps the draws of its first rows."""
+    return jax.vmap(lambda row: jax.random.fold_in(key, row))(jnp.arange(batch))
+
+
+def choose(logits: jax.Array, keys: jax.Array, temperature: float, top_p: float) -> jax.Array:
     """Draws token ids `[B]` from `logits [B, V]` at `temperature` within the top-p nucleus.
 
-    temperature == 0 is greedy decoding. top_p == 1 samples from the full distribution.
+    `keys` holds one key per row (`row_keys`). temperature == 0 is greedy decoding. top_p == 1
+    samples from the full distribution.
     """
     if temperature == 0.0:
         return jnp.argmax(logits, axis=-1).astype(jnp.int32)
@@ -40,7 +47,8 @@ def choose(logits: jax.Array, key: jax.Array, temperature: float, top_p: float) 
         keep = (cumulative - jax.nn.softmax(sorted_logits, axis=-1)) < top_p
         threshold = jnp.min(jnp.where(keep, sorted_logits, jnp.inf), axis=-1, keepdims=True)
         logits = jnp.where(logits >= threshold, logits, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    draw = jax.vmap(lambda k, row: jax.random.categorical(k, row, axis=-1))
+    return draw(keys, logits).astype(jnp.int32)
 
 
 def _check(prompt_tokens, prompt_mask, max_new_tokens, temperature, top_p, cfg):
@@ -77,7 +85,7 @@ def sample(
       cfg: the transformer's config (static).
       prompt_tokens: `[B, P]` int32, left-padded (tokenizer.encode_prompts).
       prompt_mask: `[B, P]` 0/1.
-      key: PRNG key; step i uses `fold_in(key, i)`.
+      key: PRNG key; row r at step i uses `fold_in(fold_in(key, r), i)`.
       max_new_tokens: A, the completion budget (static).
       temperature: softmax temperature (static); 0 = greedy.
       top_p: nucleus mass (static), in (0, 1].
@@ -100,10 +108,12 @@ def sample(
         params, cfg, prompt_tokens, positions, prefill_mask, init_cache(cfg, batch, total), 0
     )
     next_position = positions[:, -1] + 1  # [B]
+    keys = row_keys(key, batch)
+    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
 
     def step(carry, i):
         cache, last_logits, finished = carry
-        token = choose(last_logits, jax.random.fold_in(key, i), temperature, top_p)
+        token = choose(last_logits, fold(keys, i), temperature, top_p)
         token = jnp.where(finished, tokenizer.PAD, token)
         emitted = ~finished
         finished = finished | (token == tokenizer.EOS)
@@ -144,12 +154,12 @@ def sample_recompute(
     causal = jnp.tril(jnp.ones((total, total), bool))[None]
     attn_mask = causal & (valid[:, None, :] | jnp.eye(total, dtype=bool)[None])
     finished = jnp.zeros((batch,), bool)
+    keys = row_keys(key, batch)
     tokens, emitted = [], []
     for i in range(max_new_tokens):
         logits, _ = forward(params, cfg, buffer, positions, attn_mask)
-        token = choose(
-            logits[:, prompt_len + i - 1], jax.random.fold_in(key, i), temperature, top_p
-        )
+        step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i)
+        token = choose(logits[:, prompt_len + i - 1], step_keys, temperature, top_p)
         token = jnp.where(finished, tokenizer.PAD, token)
         emitted.append(~finished)
         finished = finished | (token == tokenizer.EOS)

@@ -55,7 +55,10 @@ def swept_fields(points: list[dict[str, float]]) -> list[str]:
 
 def label(point: dict[str, float], fields: list[str]) -> str:
     """Short legend label such as ``"lr=0.0003 clip_eps=0.2"``."""
-    return " ".join(f"{k}={point[k]:g}" for k in fields)
+    return " ".join(
+        f"{k}={point[k]:g}" if isinstance(point[k], float | int) else f"{k}={point[k]}"
+        for k in fields
+    )
 
 
 def stack(points: list[dict[str, float]], num_seeds: int) -> dict[str, np.ndarray]:
