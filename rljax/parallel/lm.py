@@ -2,8 +2,8 @@
 
 Parameters, the frozen reference model and the AdamW moments are placed by the transformer rules
 of ``rljax.parallel.steps`` (``LM_FSDP`` by default: each weight split once over ``fsdp``); the
-prompt/completion rows are split over ``("data", "fsdp")``. ``rljax.lm.rlvr.update`` and
-``rljax.lm.sampling.sample`` run unchanged: only their ``jax.jit`` carries explicit shardings.
+sampler's prompt/completion rows are split over ``("data", "fsdp")``. ``rljax.agents.grpo.update``
+and ``rljax.lm.sampling.sample`` run unchanged: only their ``jax.jit`` carries shardings.
 """
 
 import functools
@@ -12,7 +12,8 @@ from typing import Any
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
-from rljax.lm import rlvr, sampling
+from rljax.agents import grpo
+from rljax.lm import sampling
 from rljax.lm.model import TransformerConfig
 from rljax.parallel import sharding, steps
 
@@ -20,35 +21,38 @@ from rljax.parallel import sharding, steps
 ROW_AXES = ("data", "fsdp")
 
 
-def jit_rl_update(
+def jit_learner_update(
     mesh: jax.sharding.Mesh,
-    state: rlvr.RLState,
-    batch: rlvr.RolloutBatch,
+    config: grpo.Config,
+    state: grpo.State,
+    data: grpo.TaskData,
     *,
-    cfg: rlvr.RLConfig,
-    model_cfg: TransformerConfig,
     state_rules: sharding.Rules = steps.LM_FSDP,
-    batch_rules: sharding.Rules = steps.BATCH,
 ):
-    """``rlvr.update(state, batch, key)`` jitted on ``mesh``; the state is donated.
+    """One learner's whole RLVR step ``grpo.update(config, data, state)`` jitted on ``mesh``.
 
-    Args:
-      mesh: the device mesh.
-      state: an ``RLState`` (arrays or shape structs) giving structure and shapes.
-      batch: a ``RolloutBatch`` of the shape every call uses; its B prompts (and so its B * G
-        rows) must be divisible by the size of the ``data`` x ``fsdp`` axes.
-      cfg: the RL config.
-      model_cfg: the transformer config.
-      state_rules: placement of params, reference params and optimizer state.
-      batch_rules: placement of the batch (default: rows over ``data`` and ``fsdp``).
+    The learner's parameters and AdamW moments, and the base (reference) parameters in
+    ``data``, are placed by ``state_rules`` (FSDP / tensor parallel); the problem tables and the
+    counters are replicated; the state is donated. Populations of small learners are sharded
+    over a ``seeds`` axis instead (``rljax.train.lm_experiment``).
 
     Returns:
-      ``(update, state_shardings, batch_shardings)``, ``update(state, batch, key)``.
+      ``(update, state_shardings, data_shardings)`` with ``update(state, data)``.
     """
-    step = functools.partial(rlvr.update, cfg=cfg, model_cfg=model_cfg)
-    return steps.jit_step(
-        step, mesh, state, batch, state_rules=state_rules, batch_rules=batch_rules, num_rest=1
+    state_shardings = sharding.tree_shardings(mesh, state, state_rules)
+    replicated = sharding.replicated(mesh)
+    data_shardings = grpo.TaskData(
+        sharding.tree_shardings(mesh, data.base_params, state_rules),
+        jax.tree.map(lambda _: replicated, data.train),
+        jax.tree.map(lambda _: replicated, data.eval),
     )
+    jitted = jax.jit(
+        lambda s, d: grpo.update(config, d, s),
+        in_shardings=(state_shardings, data_shardings),
+        out_shardings=(state_shardings, replicated),
+        donate_argnums=(0,),
+    )
+    return jitted, state_shardings, data_shardings
 
 
 def jit_sample(
