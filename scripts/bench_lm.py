@@ -1,13 +1,17 @@
-"""Throughput of the small-LM stack: KV-cache sampling and end-to-end RL steps, with MFU.
+"""Throughput of the small-LM stack: KV-cache sampling, RL steps and whole LM populations, MFU.
 
     python scripts/bench_lm.py [--sizes=1m,20m] [--reference]
+    python scripts/bench_lm.py --population=1,4,8,16     # population tokens/s and MFU
+    python scripts/bench_lm.py --vs_sequential=8         # 8 learners: one program vs 8 processes
 
 For each model size (~1M and ~20M parameters) prints sampled tokens/s (jitted KV-cache sampling),
-end-to-end RL tokens/s and steps/s (sample G answers per prompt, verify on the host, one GRPO
-update), and the model FLOPs utilization against the machine's nominal peak. With --reference it
-also times Hugging Face `generate` (static cache) on a matching GPT-NeoX architecture (RoPE,
-pre-norm, GELU MLP, sequential residual) when torch and transformers are installed, and skips it
-cleanly otherwise.
+end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: sample G answers per
+prompt, reward on device, GRPO epochs), and the model FLOPs utilization against the machine's
+nominal peak. `--population` times the default arithmetic learner vmapped over populations of
+the given sizes; `--vs_sequential` times whole `experiments/train_lm.py` runs. With
+--reference it also times Hugging Face `generate` (static cache) on a matching GPT-NeoX
+architecture (RoPE, pre-norm, GELU MLP, sequential residual) and TRL's GRPOTrainer when torch,
+transformers and trl are installed, and skips them cleanly otherwise.
 """
 
 from rljax import xla_flags
@@ -22,10 +26,11 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import machine  # noqa: E402
-from rljax.lm import presets, rlvr, tokenizer  # noqa: E402
-from rljax.lm.data import completion_length  # noqa: E402
+from rljax.agents import grpo  # noqa: E402
+from rljax.lm import device_reward, presets, tokenizer  # noqa: E402
+from rljax.lm.data import completion_length, prompt_length  # noqa: E402
 from rljax.lm.model import TransformerConfig, init_params, num_params  # noqa: E402
-from rljax.lm.rollout import generate_and_score, sample_jit  # noqa: E402
+from rljax.lm.rollout import sample_jit  # noqa: E402
 from rljax.lm.tasks import TASKS, make_split  # noqa: E402
 from rljax.lm.tasks.base import safe_verify  # noqa: E402
 
@@ -64,15 +69,44 @@ def timed(fn, repeats: int) -> float:
     return (time.perf_counter() - start) / repeats
 
 
-def bench_size(name: str, repeats: int, peak: float) -> dict:
+def _learner(model_cfg: TransformerConfig, prompts: int, group: int, preset: str = "grpo"):
+    """A learner config, task data (random base, arithmetic) and one learner's hparams."""
     task = TASKS["arithmetic"]
-    answer_len = completion_length(task)
+    problems = make_split(task, num_per_level=64, seed=0)
+    table = jax.tree.map(jax.numpy.asarray, device_reward.make_table(task, problems))
+    base = init_params(model_cfg, jax.random.key(0))
+    data = grpo.TaskData(base, table, jax.tree.map(lambda x: x[:128], table))
+    agent_cfg = grpo.Config(
+        model=model_cfg,
+        reward_kind=device_reward.KINDS[task.name],
+        completion_length=completion_length(task),
+        prompts_per_step=prompts,
+        group_size=group,
+    )
+    hp = grpo.make_hparams(presets.hparam_values(presets.resolve(preset)))
+    return agent_cfg, data, hp
+
+
+def _step_flops(agent_cfg: grpo.Config, n_params: int, learners: int) -> tuple[float, int]:
+    """FLOPs of one RL step and its tokens: sampling, old + reference log-probs (2 forward
+    passes), and num_epochs passes of forward + backward (3 forward each)."""
+    rows = agent_cfg.prompts_per_step * agent_cfg.group_size
+    seq = prompt_length(TASKS["arithmetic"]) + agent_cfg.completion_length
+    sampled = rows * agent_cfg.completion_length
+    flops = forward_flops(n_params, agent_cfg.model, sampled, seq) + forward_flops(
+        n_params, agent_cfg.model, rows * seq, seq
+    ) * (2 + 3 * agent_cfg.max_epochs)
+    return learners * flops, learners * rows * seq
+
+
+def bench_size(name: str, repeats: int, peak: float) -> dict:
+    """Sampling alone, and one learner's whole RL step under one jit, for model size `name`."""
+    answer_len = completion_length(TASKS["arithmetic"])
     cfg = TransformerConfig(max_len=64, **SIZES[name])
-    params = init_params(cfg, jax.random.key(0))
+    agent_cfg, data, hp = _learner(cfg, prompts=16, group=8)
+    params = data.base_params
     n = num_params(params)
-    problems = make_split(task, num_per_level=16, seed=0)[:16]
-    group = 8
-    prompts = np.asarray([[1] * 9] * (len(problems) * group), np.int32)
+    prompts = np.asarray([[1] * 9] * 128, np.int32)
 
     def sample_once():
         out = sample_jit(
@@ -89,45 +123,101 @@ def bench_size(name: str, repeats: int, peak: float) -> dict:
 
     t_sample = timed(sample_once, repeats)
     sampled = prompts.shape[0] * answer_len
-    rl_cfg, _ = presets.make_rl_config("grpo", completion_length=answer_len)
-    state = rlvr.init(rl_cfg, params)
-    update = jax.jit(lambda s, b, k: rlvr.update(s, b, k, cfg=rl_cfg, model_cfg=cfg))
-    box = {"state": state}
+    update = jax.jit(lambda s, d: grpo.update(agent_cfg, d, s), donate_argnums=0)
+    box = {"state": grpo.init(agent_cfg, data, jax.random.PRNGKey(0), hp)}
 
     def rl_step():
-        scored = generate_and_score(
-            box["state"].params,
-            cfg,
-            task,
-            problems,
-            jax.random.key(2),
-            group_size=group,
-            temperature=1.0,
-            top_p=1.0,
-        )
-        rewards = np.tile(np.array([1.0, 0.0] * (group // 2), np.float32), (len(problems), 1))
-        batch = rlvr.RolloutBatch(*scored[:4], rewards, np.ones_like(rewards))
-        box["state"], metrics = update(box["state"], batch, jax.random.key(3))
+        box["state"], metrics = update(box["state"], data)
         jax.block_until_ready(metrics)
-        return scored
 
     t_rl = timed(rl_step, repeats)
-    scored = rl_step()
-    seq = scored.prompt_tokens.shape[1] + answer_len
-    rows = scored.prompt_tokens.shape[0]
-    # Sampling + old/ref log-probs (2 forward) + epochs x (forward + backward = 3 forward).
-    flops_rl = forward_flops(n, cfg, sampled, seq) + forward_flops(n, cfg, rows * seq, seq) * (
-        2 + 3 * rl_cfg.num_epochs
-    )
+    flops, tokens = _step_flops(agent_cfg, n, 1)
     return {
         "size": name,
         "params": n,
         "sample_tok_s": sampled / t_sample,
-        "sample_mfu": forward_flops(n, cfg, sampled, seq) / t_sample / peak,
-        "rl_tok_s": rows * seq / t_rl,
+        "sample_mfu": forward_flops(n, cfg, sampled, prompts.shape[1] + answer_len)
+        / t_sample
+        / peak,
+        "rl_step_s": t_rl,
+        "rl_tok_s": tokens / t_rl,
         "rl_steps_s": 1.0 / t_rl,
-        "rl_mfu": flops_rl / t_rl / peak,
+        "rl_mfu": flops / t_rl / peak,
     }
+
+
+def bench_population(sizes: list[int], steps: int, peak: float) -> None:
+    """The default arithmetic learner (configs/grpo.py) as populations of `sizes` learners."""
+    task = TASKS["arithmetic"]
+    model_cfg = TransformerConfig(
+        d_model=128,
+        n_layers=4,
+        n_heads=4,
+        d_ff=512,
+        max_len=prompt_length(task) + completion_length(task),
+    )
+    agent_cfg, data, hp = _learner(model_cfg, prompts=32, group=8)
+    n = num_params(data.base_params)
+    print(f"population of default learners ({n:,} params, 32 prompts x 8 samples, GRPO)")
+    print("| learners | compile s | s / step | s / step / learner | tokens/s | MFU |")
+    print("|---|---|---|---|---|---|")
+    chunk = jax.jit(
+        jax.vmap(lambda s, d: grpo.train_chunk(agent_cfg, d, s, steps), in_axes=(0, None)),
+        donate_argnums=0,
+    )
+    for size in sizes:
+        keys = jax.vmap(jax.random.PRNGKey)(np.arange(size))
+        hps = jax.tree.map(lambda x, size=size: jax.numpy.stack([x] * size), hp)
+        states = jax.vmap(lambda k, h: grpo.init(agent_cfg, data, k, h))(keys, hps)
+        t0 = time.perf_counter()
+        compiled = chunk.lower(states, data).compile()
+        compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        states, metrics = compiled(states, data)
+        jax.block_until_ready(metrics)
+        per_step = (time.perf_counter() - t0) / steps
+        flops, tokens = _step_flops(agent_cfg, n, size)
+        print(
+            f"| {size} | {compile_s:.1f} | {per_step:.2f} | {per_step / size:.2f} | "
+            f"{tokens / per_step:,.0f} | {flops / per_step / peak:.2%} |",
+            flush=True,
+        )
+
+
+def bench_vs_sequential(learners: int, steps: int) -> None:
+    """Whole processes: one population of `learners` vs that many single-learner processes."""
+    import subprocess
+    import sys
+    import tempfile
+
+    common = [
+        sys.executable,
+        "experiments/train_lm.py",
+        "--config=configs/grpo.py:arithmetic",
+        f"--config.run.steps={steps}",
+        f"--config.run.chunk_steps={steps}",
+        "--config.eval.num_problems=16",
+        "--config.eval.num_samples=4",
+        "--config.progress=False",
+    ]
+    with tempfile.TemporaryDirectory() as out:
+
+        def timed_run(args):
+            t0 = time.perf_counter()
+            subprocess.run(common + args, check=True, capture_output=True)
+            return time.perf_counter() - t0
+
+        # Build and cache the base first; not timed.
+        timed_run([f"--workdir={out}/warm", "--config.run.steps=1", "--config.run.chunk_steps=1"])
+        sequential = sum(
+            timed_run([f"--workdir={out}/single{s}", f"--config.seed={s}"]) for s in range(learners)
+        )
+        population = timed_run([f"--workdir={out}/pop", f"--config.num_seeds={learners}"])
+    print(
+        f"{learners} learners x {steps} RL steps (default arithmetic learner, whole processes, "
+        f"compile included): {learners} sequential processes {sequential:.1f} s, one "
+        f"population {population:.1f} s -> population is {sequential / population:.2f}x faster"
+    )
 
 
 def bench_reference(name: str, repeats: int) -> dict | None:
@@ -271,10 +361,20 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference", action="store_true", help="also time HF generate and TRL")
     parser.add_argument("--trl_steps", type=int, default=4, help="timed TRL steps (even)")
+    parser.add_argument("--population", default="", help="population sizes, e.g. 1,4,8,16")
+    parser.add_argument("--population_steps", type=int, default=3, help="timed steps per size")
+    parser.add_argument("--vs_sequential", type=int, default=0, help="learners (0: skip)")
+    parser.add_argument("--sequential_steps", type=int, default=20, help="RL steps per learner")
     args = parser.parse_args()
     peak, peak_note = peak_flops()
-    print(f"device: {jax.devices()[0].device_kind} | peak for MFU: {peak_note}")
-    print("| size | params | sampled tok/s | sample MFU | RL tok/s | RL steps/s | RL MFU |")
+    print(f"device: {jax.devices()[0].device_kind} | {machine.describe()} | peak: {peak_note}")
+    if args.population:
+        bench_population([int(v) for v in args.population.split(",")], args.population_steps, peak)
+    if args.vs_sequential:
+        bench_vs_sequential(args.vs_sequential, args.sequential_steps)
+    if args.population or args.vs_sequential:
+        return
+    print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")
     for name in args.sizes.split(","):
         if name not in SIZES:
@@ -282,7 +382,7 @@ def main():
         r = bench_size(name, args.repeats, peak)
         print(
             f"| {r['size']} | {r['params']:,} | {r['sample_tok_s']:,.0f} | "
-            f"{r['sample_mfu']:.2%} | {r['rl_tok_s']:,.0f} | {r['rl_steps_s']:.2f} | "
+            f"{r['sample_mfu']:.2%} | {r['rl_step_s']:.3f} | {r['rl_tok_s']:,.0f} | "
             f"{r['rl_mfu']:.2%} |",
             flush=True,
         )
