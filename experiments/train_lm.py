@@ -23,7 +23,6 @@ except ValueError as e:
     sys.exit(f"error: {e}")
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
-import os  # noqa: E402
 
 from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
@@ -36,46 +35,11 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Output directory.")
 flags.DEFINE_integer("cpu_devices", 1, "CPU devices to shard the learners over.")
 
 
-def to_run_config(config, workdir: str | None) -> lm_experiment.LMRunConfig:
-    """ConfigDict -> the frozen run config (the one place config names become fields)."""
-    sweep_preset = config.sweep.preset.split(",")[0] if config.sweep.preset else config.preset
-    return lm_experiment.LMRunConfig(
-        task=config.task,
-        max_level=config.max_level,
-        preset=config.preset,
-        rl=tuple(config.rl.items()),
-        sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
-        num_seeds=config.num_seeds,
-        seed=config.seed,
-        steps=config.run.steps,
-        chunk_steps=config.run.chunk_steps,
-        checkpoint_every=config.run.checkpoint_every,
-        prompts_per_step=config.run.prompts_per_step,
-        group_size=config.run.group_size,
-        oversample=config.run.oversample,
-        reference_samples=config.run.reference_samples,
-        temperature=config.run.temperature,
-        top_p=config.run.top_p,
-        format_weight=config.run.format_weight,
-        eval_problems=config.run.eval_problems,
-        final_problems=config.eval.num_problems,
-        final_samples=config.eval.num_samples,
-        model=tuple(config.model.items()),
-        sft=tuple(config.sft.items()),
-        data_dir=config.data_dir,
-        base_cache_dir=config.base_cache_dir,
-        workdir=workdir or os.path.join("runs", f"lm_{config.task}_{sweep_preset}"),
-        resume=config.resume,
-        progress=config.progress,
-        cpu_devices=_NUM_CPU_DEVICES,
-    )
-
-
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
     try:
-        run_cfg = to_run_config(_CONFIG.value, _WORKDIR.value)
+        run_cfg = lm_experiment.from_config(_CONFIG.value, _WORKDIR.value, _NUM_CPU_DEVICES)
         _, summary, text = lm_experiment.run(run_cfg)
     except (ValueError, NonFiniteLossError) as e:
         sys.exit(f"error: {e}")

@@ -70,6 +70,44 @@ class LMRunConfig:
     cpu_devices: int = 1  # shard the learners over this many devices ("seeds" mesh axis)
 
 
+def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
+    """A `configs/grpo.py` ConfigDict -> the frozen run config (where config names become fields).
+
+    The default work directory is runs/lm_<task>_<preset> (the first swept preset if swept).
+    """
+    preset = config.sweep.preset.split(",")[0].strip() if config.sweep.preset else config.preset
+    return LMRunConfig(
+        task=config.task,
+        max_level=config.max_level,
+        preset=config.preset,
+        rl=tuple(config.rl.items()),
+        sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
+        num_seeds=config.num_seeds,
+        seed=config.seed,
+        steps=config.run.steps,
+        chunk_steps=config.run.chunk_steps,
+        checkpoint_every=config.run.checkpoint_every,
+        prompts_per_step=config.run.prompts_per_step,
+        group_size=config.run.group_size,
+        oversample=config.run.oversample,
+        reference_samples=config.run.reference_samples,
+        temperature=config.run.temperature,
+        top_p=config.run.top_p,
+        format_weight=config.run.format_weight,
+        eval_problems=config.run.eval_problems,
+        final_problems=config.eval.num_problems,
+        final_samples=config.eval.num_samples,
+        model=tuple(config.model.items()),
+        sft=tuple(config.sft.items()),
+        data_dir=config.data_dir,
+        base_cache_dir=config.base_cache_dir,
+        workdir=workdir or os.path.join("runs", f"lm_{config.task}_{preset}"),
+        resume=config.resume,
+        progress=config.progress,
+        cpu_devices=cpu_devices,
+    )
+
+
 def _positive(name: str, value, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {minimum}")
