@@ -109,7 +109,10 @@ def test_nan_loss_stops_with_message_and_keeps_last_good_checkpoint(tmp_path):
             m = {**m, "loss/value": m["loss/value"].at[1, 0].set(jnp.nan)}
         return s, m
 
-    with pytest.raises(loop.NonFiniteLossError, match=r"loss/value became nan for learner 1 \(grid point 0: no sweep; seed 1\)"):
+    with pytest.raises(
+        loop.NonFiniteLossError,
+        match=r"loss/value became nan for learner 1 \(grid point 0: no sweep; seed 1\)",
+    ):
         loop.run(cfg, states, poisoned)
     assert checkpoints.Checkpointer(str(tmp_path / "checkpoints")).latest_step() == 4
 
