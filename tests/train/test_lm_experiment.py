@@ -12,6 +12,7 @@ import pytest
 
 from configs import grpo as grpo_config
 from rljax.io.metrics import MetricsWriter
+from rljax.lm import presets
 from rljax.train import lm_experiment, loop
 
 STEPS = 20
@@ -153,3 +154,28 @@ def test_default_workdir_names_the_first_swept_preset(tmp):
     c.sweep.preset = "dapo,grpo"
     assert lm_experiment.from_config(c).workdir == os.path.join("runs", "lm_arithmetic_dapo")
     assert dataclasses.replace(lm_experiment.from_config(c), num_seeds=3).num_seeds == 3
+
+
+@pytest.mark.timeout(600)
+def test_entry_point_trains_a_sharded_population(tmp):
+    """experiments/train_lm.py as a user runs it: 2 learners sharded over 2 CPU devices."""
+    import subprocess
+    import sys
+
+    out = tmp / "entry"
+    cmd = [
+        sys.executable, "experiments/train_lm.py", "--config=configs/grpo.py:equation,tiny",
+        f"--workdir={out}", "--cpu_devices=2", "--config.num_seeds=2",
+        f"--config.data_dir={tmp / 'data'}", f"--config.base_cache_dir={tmp / 'base'}",
+        "--config.run.steps=2", "--config.progress=False",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=560)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| default |" in done.stdout and "2 seeds x 1 grid point" in done.stdout
+    for name in ("results.md", "results.json", "metrics.csv", "curves.png", "pass_at_k.png"):
+        assert (out / name).exists(), name
+    bad = subprocess.run(cmd[:3] + ["--config.sweep.preset=grpo,nope"], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    valid = ", ".join(presets.PRESETS)
+    assert bad.stderr.strip().endswith(f"preset='nope' is unknown; valid: {valid}")
