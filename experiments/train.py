@@ -4,7 +4,7 @@
     python experiments/train.py --config=configs/ppo.py:CartPole-v1 --config.resume=True
     python experiments/train.py --config=configs/dqn.py:CartPole-v1 --cpu_devices=2
 
-Writes metrics.jsonl/.csv, curves.png, summary.json and checkpoints/ into --workdir
+Writes metrics.jsonl/.csv, curves.png, summary.json, config.json and checkpoints/ into --workdir
 (default: runs/<agent>_<env>).
 
 ``--cpu_devices=N`` (N > 1) gives the process N CPU devices and shards the
@@ -12,23 +12,27 @@ population (seeds × grid points, a multiple of N) across them: on a CPU host wi
 is the fast layout for small agents (``rljax.xla_flags.cpu_layout``; 8 DQN seeds train 2.2x
 faster on 2 such devices than on one default device). It has to be known before jax starts,
 so it is read from the command line first.
+
+Every bad flag or config value stops before anything compiles with one line naming it (a
+traceback only with ``--debug``). Exit codes: 0 done (or nothing left to do), 1 failed (NaN
+loss, full disk), 2 bad input, 128 + signal when stopped by SIGINT/SIGTERM (after a checkpoint).
 """
 
 import sys
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 try:
     _NUM_CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=1)
 except ValueError as e:
-    sys.exit(f"error: {e}")
+    cli.fail(e)
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
 import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
 import os  # noqa: E402
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from rljax.agents import dqn, ppo, sqirl  # noqa: E402
@@ -40,25 +44,84 @@ from rljax.train.loop import NonFiniteLossError  # noqa: E402
 CPU_SHARDED_AGENTS = ("dqn", "sqirl")
 # Agent name in the config -> (agent module, name of its config block).
 AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
+# Top-level fields of every config file and what each must be.
+RUN_FIELDS = {
+    "seed": dict(low=0),
+    "num_seeds": dict(low=1),
+    "total_timesteps": dict(low=1),
+    "chunk_updates": dict(low=0),
+    "checkpoint_every": dict(low=1),
+}
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (default runs/<agent>_<env>).")
-flags.DEFINE_integer("cpu_devices", 1, "CPU devices to shard the population over.")
+
+def make_flags() -> flags.FlagValues:
+    """A fresh set of this script's flags (so the tests can parse many command lines)."""
+    fv = flags.FlagValues()
+    config_flags.DEFINE_config_file(
+        "config", None, "Config file.", lock_config=True, flag_values=fv
+    )
+    flags.DEFINE_string(
+        "workdir", None, "Output directory (default runs/<agent>_<env>).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "cpu_devices", 1, "CPU devices to shard the population over.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "debug", False, "Show tracebacks instead of one-line errors.", flag_values=fv
+    )
+    return fv
 
 
-def to_dataclasses(config):
+def parse(argv: list[str]):
+    """Parses and validates a command line; nothing is built or compiled.
+
+    Returns:
+      ``(agent module, agent Config, RunConfig)``.
+
+    Raises:
+      cli.ConfigError / ValueError: one line naming the flag or field, the value and what is
+        allowed.
+    """
+    problem = _unknown_override(argv)
+    if problem is not None:
+        raise cli.ConfigError(problem)
+    if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
+        raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
+    fv = make_flags()
+    try:
+        fv(argv)
+    except flags.UnrecognizedFlagError as e:
+        valid = "--config, --config.<field>=<value>, --workdir, --cpu_devices, --debug"
+        raise cli.ConfigError(f"unknown flag --{e.flagname}; valid: {valid}") from None
+    except flags.Error as e:
+        raise cli.ConfigError(cli.one_line(e)) from None
+    if fv["config"].value is None:
+        raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
+    try:
+        return to_dataclasses(fv["config"].value, fv["workdir"].value)
+    except ValueError as e:  # validation: bad input, found before anything ran
+        raise cli.ConfigError(cli.one_line(e)) from None
+
+
+def to_dataclasses(config, workdir: str | None = None):
     """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field."""
-    if config.agent not in AGENTS:
-        raise ValueError(f"agent={config.agent!r} is unknown; valid: {', '.join(AGENTS)}")
+    cli.check_choice("agent", config.agent, AGENTS)
+    for name, bounds in RUN_FIELDS.items():
+        cli.check_int(name, config[name], **bounds)
+    for name in ("resume", "progress"):
+        if not isinstance(config[name], bool):
+            raise cli.ConfigError(f"{name}={config[name]!r} is invalid; allowed: True or False")
+    cli.check_keys("sweep", config.sweep.keys(), config.hparams.keys())
+    for name, value in config.hparams.items():
+        cli.check_number(f"hparams.{name}", value)
     module, block = AGENTS[config.agent]
     fields = {f.name for f in dataclasses.fields(module.Config)}
     values = dict(config[block])
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ValueError(f"{block}.{unknown[0]} is not a field of {module.__name__}.Config")
+    cli.check_keys(block, values, sorted(fields - {"num_updates"}))
     agent_config = module.Config(**values)
-    workdir = _WORKDIR.value or os.path.join("runs", f"{config.agent}_{config.env_name}")
+    workdir = workdir or os.path.join("runs", f"{config.agent}_{config.env_name}")
+    cli.check_workdir("--workdir", workdir)
     run_config = experiment.RunConfig(
         env_name=config.env_name,
         workdir=workdir,
@@ -88,6 +151,7 @@ def to_dataclasses(config):
                 f"--cpu_devices={_NUM_CPU_DEVICES} does not divide the population of {agents} "
                 f"agents (num_seeds x grid points); allowed: a divisor of {agents}"
             )
+    experiment.validate_run(run_config, module, agent_config)
     return module, agent_config, run_config
 
 
@@ -101,10 +165,21 @@ def _unknown_override(argv: list[str]) -> str | None:
         return None
     spec = specs[-1]
     path, _, arg = spec.partition(":")
+    if not os.path.isfile(path):
+        return (
+            f"--config={spec}: {path} is not a file; allowed: a config file such as configs/ppo.py"
+        )
     module_spec = importlib.util.spec_from_file_location("_config_file", path)
+    if module_spec is None or not path.endswith(".py"):
+        return f"--config={spec}: {path} is not a Python config file; allowed: e.g. configs/ppo.py"
     config_module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(config_module)
-    base = config_module.get_config(arg or None)
+    if not hasattr(config_module, "get_config"):
+        return f"--config={spec}: {path} defines no get_config(arg)"
+    try:
+        base = config_module.get_config(arg or None)
+    except ValueError as e:
+        return f"--config={spec}: {cli.one_line(e)}"
     for flag in argv:
         if not flag.startswith("--config."):
             continue
@@ -119,20 +194,25 @@ def _unknown_override(argv: list[str]) -> str | None:
     return None
 
 
-def main(argv):
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-    del argv
-    config = _CONFIG.value
+def main(argv: list[str]) -> int:
+    """Parses, validates, trains; returns the exit code (0 done, 128 + signal if stopped)."""
+    cli.quiet_logs()  # orbax logs every save at INFO
+    module, agent_config, run_config = parse(argv)
     try:
-        module, agent_config, run_config = to_dataclasses(config)
         _, summary = experiment.run(module, agent_config, run_config)
-    except (ValueError, NonFiniteLossError) as e:
-        sys.exit(f"error: {e}")
-    print(summary.line(f"{config.agent} {run_config.env_name}"))
-    print(f"outputs: {run_config.workdir}/(metrics.jsonl, metrics.csv, curves.png, checkpoints/)")
+    except NonFiniteLossError as e:
+        cli.fail(e, cli.EXIT_FAILED)
+    print(summary.line(f"{run_config_title(module, run_config)}"))
+    print(
+        f"outputs: {run_config.workdir}/(metrics.jsonl, metrics.csv, curves.png, summary.json, "
+        "config.json, checkpoints/)"
+    )
+    return cli.exit_code(summary.stop_signal if summary.interrupted else None)
+
+
+def run_config_title(module, run_config) -> str:
+    return f"{module.__name__.rsplit('.', 1)[-1]} {run_config.env_name}"
 
 
 if __name__ == "__main__":
-    if (problem := _unknown_override(sys.argv)) is not None:
-        sys.exit(f"error: {problem}")
-    app.run(main)
+    cli.main(lambda: main(sys.argv))

@@ -21,13 +21,18 @@ import numpy as np
 from jax.experimental import multihost_utils
 from tqdm import tqdm
 
-from rljax.io import checkpoints
+from rljax.io import checkpoints, fingerprint
 from rljax.io.metrics import MetricsWriter
 from rljax.train import plots, sweep
 
 
 class NonFiniteLossError(RuntimeError):
-    """A loss became NaN or infinite; the run stopped and kept its last good checkpoint."""
+    """A loss became NaN or infinite; the run stopped (its outputs say up to where)."""
+
+
+# A loss whose mean |value| grows by this factor over its first nonzero chunk is reported as
+# diverging (in the summary's warnings), even if it stays finite.
+DIVERGENCE_FACTOR = 1e4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +50,7 @@ class LoopConfig:
     resume: bool  # continue from the latest checkpoint in workdir
     progress: bool = True  # show a progress bar
     final_window: float = 0.05  # fraction of the run whose episodes define the "final return"
+    fingerprint: dict | None = None  # the run's flat config, saved to workdir/config.json
 
 
 @dataclasses.dataclass
@@ -57,6 +63,8 @@ class Summary:
     compile_s: float
     run_s: float
     interrupted: bool
+    stop_signal: int = 0  # the signal that interrupted the run (0: none)
+    warnings: tuple[str, ...] = ()  # e.g. a loss that diverged without becoming NaN
 
     def line(self, title: str) -> str:
         fr = self.final_return
@@ -65,10 +73,11 @@ class Summary:
             for r in fr
         )
         status = "interrupted" if self.interrupted else "done"
+        warn = "".join(f" | warning: {w}" for w in self.warnings)
         return (
             f"{title}: {status} | {fr.shape[1]} seeds x {fr.shape[0]} grid point(s) | "
             f"{self.env_steps:,} env steps each | final return {per_grid} | "
-            f"{self.compile_s + self.run_s:.1f} s (compile {self.compile_s:.1f} s)"
+            f"{self.compile_s + self.run_s:.1f} s (compile {self.compile_s:.1f} s){warn}"
         )
 
 
@@ -77,6 +86,7 @@ class _StopFlag:
 
     def __init__(self):
         self.stop = False
+        self.signum = 0
         self._old = {}
 
     def __enter__(self):
@@ -91,6 +101,7 @@ class _StopFlag:
         if self.stop:  # a second Ctrl-C exits at once
             raise KeyboardInterrupt
         self.stop = True
+        self.signum = signum
 
     def __exit__(self, *exc):
         for sig, handler in self._old.items():
@@ -154,9 +165,31 @@ def _check_finite(metrics: dict[str, np.ndarray], update: int) -> None:
             bad = np.argwhere(~np.isfinite(value))[0]
             raise NonFiniteLossError(
                 f"{key} became {value[tuple(bad)]} for agent {bad[0]} within updates "
-                f"{update + 1}..{update + value.shape[1]}; stopped, keeping the last good "
-                "checkpoint"
+                f"{update + 1}..{update + value.shape[1]}"
             )
+
+
+class _DivergenceWatch:
+    """Flags a loss whose mean |value| per agent grows ``DIVERGENCE_FACTOR``-fold (still finite)."""
+
+    def __init__(self):
+        self.base: dict[str, np.ndarray] = {}
+        self.found: dict[str, str] = {}
+
+    def update(self, metrics: dict[str, np.ndarray], update: int) -> None:
+        for key, value in metrics.items():
+            if not key.startswith("loss/") or key in self.found:
+                continue
+            size = np.mean(np.abs(value), axis=1)  # [A]
+            base = self.base.setdefault(key, np.zeros_like(size))
+            base[:] = np.where((base == 0) & (size > 0), size, base)
+            grown = (base > 0) & (size > DIVERGENCE_FACTOR * np.maximum(base, 1e-3))
+            if np.any(grown):
+                a = int(np.argmax(np.where(grown, size / np.maximum(base, 1e-3), 0)))
+                self.found[key] = (
+                    f"{key} diverged for agent {a}: mean |value| {base[a]:.3g} -> {size[a]:.3g} "
+                    f"by update {update + value.shape[1]}"
+                )
 
 
 def run(
@@ -171,7 +204,8 @@ def run(
         metric is ``[A, chunk_updates]`` and ``"episode/return"`` is NaN where no episode ended.
 
     Returns:
-      The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses.
+      The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses,
+      after writing metrics.csv, curves.png and summary.json for the part that ran.
     """
     if cfg.num_updates % cfg.chunk_updates:
         raise ValueError(
@@ -193,10 +227,15 @@ def run(
     window_start = cfg.num_updates - max(1, math.ceil(cfg.final_window * cfg.num_updates))
     win_sum, win_count = np.zeros(num_agents), np.zeros(num_agents)
     start = 0
-    latest = ckpt.latest_step() if cfg.resume else None
-    if latest is not None:
-        states, meta = ckpt.restore(latest, states)
-        start = latest
+    restored = ckpt.restore_newest_readable(states) if cfg.resume else None
+    if restored is not None:
+        start, states, meta = restored
+        if start > cfg.num_updates or (cfg.num_updates - start) % cfg.chunk_updates:
+            ckpt.close()
+            raise ValueError(
+                f"cannot resume from update {start} with {cfg.num_updates} updates in chunks of "
+                f"{cfg.chunk_updates}; allowed: a budget >= {start} that the chunks reach exactly"
+            )
         carried = np.asarray(meta["carried"], np.float64)
         win_sum, win_count = np.asarray(meta["win_sum"]), np.asarray(meta["win_count"])
         if primary:
@@ -204,6 +243,8 @@ def run(
         print(f"[rljax] resumed from update {start} in {ckpt_dir}")
     elif primary:
         writer.reset()
+    if primary and cfg.fingerprint is not None:
+        fingerprint.save(cfg.workdir, cfg.fingerprint)
 
     def meta():
         return {
@@ -220,13 +261,17 @@ def run(
         total=cfg.num_updates, initial=start, unit="upd", disable=not cfg.progress, smoothing=0.1
     )
     t0 = time.perf_counter()
-    chunks_done = 0
+    chunks_done, nonfinite, watch, stop_signal = 0, None, _DivergenceWatch(), 0
     try:
         with _StopFlag() as flag:
             while update < cfg.num_updates:
                 states, metrics = compiled(states)
                 metrics = jax.device_get(metrics)
-                _check_finite(metrics, update)
+                try:
+                    _check_finite(metrics, update)
+                    watch.update(metrics, update)
+                except NonFiniteLossError as e:
+                    nonfinite = e  # the chunk's rows are still written: they show the blow-up
                 ret, cnt = metrics["episode/return"], metrics["episode/count"]
                 in_window = (np.arange(update, update + cfg.chunk_updates) >= window_start)[None]
                 win_sum += np.sum(np.where(in_window & (cnt > 0), np.nan_to_num(ret) * cnt, 0), 1)
@@ -246,12 +291,15 @@ def run(
                         }
                     )
                 bar.update(cfg.chunk_updates)
+                if nonfinite is not None:
+                    break
                 if flag.stop:
-                    interrupted = True
+                    interrupted, stop_signal = True, flag.signum
                     break
                 if chunks_done % cfg.checkpoint_every == 0 and update < cfg.num_updates:
                     ckpt.save(update, states, meta())
-        ckpt.save(update, states, meta(), force=True)
+        if nonfinite is None and update > start:  # never checkpoint a NaN state or a step twice
+            ckpt.save(update, states, meta(), force=True)
     finally:
         bar.close()
         ckpt.close()
@@ -268,7 +316,11 @@ def run(
         compile_s=compile_s,
         run_s=run_s,
         interrupted=interrupted,
+        stop_signal=stop_signal,
+        warnings=tuple(watch.found.values()),
     )
+    last_checkpoint = checkpoints.latest_step(ckpt_dir)
+    status = "nonfinite" if nonfinite else "interrupted" if interrupted else "done"
     if primary:
         with open(os.path.join(cfg.workdir, "summary.json"), "w") as f:
             json.dump(
@@ -284,11 +336,49 @@ def run(
                     "compile_s": compile_s,
                     "run_s": run_s,
                     "interrupted": interrupted,
+                    "status": status,
+                    "stop_signal": stop_signal,
+                    "warnings": list(summary.warnings),
+                    "error": None if nonfinite is None else str(nonfinite),
+                    "last_checkpoint": last_checkpoint,
                 },
                 f,
                 indent=1,
             )
+    if nonfinite is not None:
+        kept = (
+            f"the last good checkpoint is update {last_checkpoint} in {ckpt_dir}"
+            if last_checkpoint is not None
+            else "no checkpoint was written before it"
+        )
+        raise NonFiniteLossError(
+            f"{nonfinite}; stopped at update {update}: {kept}; metrics.csv, curves.png and "
+            f"summary.json in {cfg.workdir} cover the updates that ran"
+        )
     return states, summary
+
+
+def load_summary(workdir: str, num_updates: int) -> Summary:
+    """The ``Summary`` of a finished run from its ``summary.json`` (NaN returns if it is gone)."""
+    try:
+        with open(os.path.join(workdir, "summary.json")) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = {}
+    final = np.asarray(
+        [[np.nan if v is None else v for v in g] for g in data.get("final_return", [[None]])],
+        np.float64,
+    )
+    per_update = data.get("env_steps_per_agent", 0) // max(data.get("updates", 1), 1)
+    return Summary(
+        final_return=final,
+        updates_done=num_updates,
+        env_steps=num_updates * per_update,
+        compile_s=0.0,
+        run_s=0.0,
+        interrupted=False,
+        warnings=tuple(data.get("warnings", ())),
+    )
 
 
 def _plot(cfg: LoopConfig, rows: list[dict]) -> None:
