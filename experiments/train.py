@@ -46,7 +46,7 @@ CPU_SHARDED_AGENTS = ("dqn", "sqirl")
 AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
 # Top-level fields of every config file and what each must be.
 RUN_FIELDS = {
-    "seed": dict(low=0),
+    "seed": dict(low=0, high=2**32 - 1),
     "num_seeds": dict(low=1),
     "total_timesteps": dict(low=1),
     "chunk_updates": dict(low=0),

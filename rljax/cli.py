@@ -5,7 +5,8 @@ Entry points (``experiments/*.py``, ``scripts/*.py``) use it in three places:
 1. ``cli.quiet_logs()`` once at start: third-party INFO logs (absl, orbax, jax) never land in the
    middle of a progress bar.
 2. Checks while parsing, before any data is built or anything compiles: ``check_int``,
-   ``check_number``, ``check_choice``, ``check_keys``, ``check_workdir``, ``check_devices``.
+   ``check_number``, ``check_choice``, ``check_keys``, ``check_workdir``, ``check_devices``
+   (mesh shapes: ``rljax.parallel.mesh.resolve_shape``).
    Each raises ``ConfigError`` with one line naming the field, the value and what is allowed.
 3. ``cli.main(fn)`` around the body: a ``ConfigError`` (or any ``ValueError`` raised before
    training) prints ``error: <one line>`` and exits 2; any other failure prints one line and
@@ -15,6 +16,7 @@ Entry points (``experiments/*.py``, ``scripts/*.py``) use it in three places:
 This module imports nothing from jax, so it can run before ``rljax.xla_flags.set_flags``.
 """
 
+import argparse
 import errno
 import logging
 import os
@@ -116,6 +118,20 @@ def main(fn: Callable[[], int | None], *, debug: bool | None = None) -> NoReturn
             EXIT_FAILED,
         )
     raise SystemExit(code or 0)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose errors are one line (``error: ...``, exit 2), with
+    ``--debug`` defined (``cli.main`` reads it: tracebacks instead of one-line errors)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_argument(
+            DEBUG_FLAG, action="store_true", help="show tracebacks instead of one-line errors"
+        )
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see {self.prog} --help)", EXIT_USAGE)
 
 
 # ---- checks ------------------------------------------------------------------------------------
@@ -221,40 +237,6 @@ def check_devices(name: str, requested: int, available: int, what: str = "device
             f"allowed: 1..{available}"
         )
     return requested
-
-
-def check_mesh_shape(
-    name: str, shape: tuple[int, ...], axes: tuple[str, ...], num_devices: int
-) -> tuple[int, ...]:
-    """A mesh shape (one ``-1`` = the rest) resolved against ``num_devices``, or ``ConfigError``."""
-    if len(shape) != len(axes):
-        raise ConfigError(
-            f"{name}={','.join(map(str, shape))} has {len(shape)} entries but {len(axes)} axis "
-            f"names ({','.join(axes)}); allowed: one size per axis"
-        )
-    if len(set(axes)) != len(axes):
-        raise ConfigError(f"mesh axes {','.join(axes)} repeat a name; allowed: distinct names")
-    if shape.count(-1) > 1 or any(s < 1 and s != -1 for s in shape):
-        raise ConfigError(
-            f"{name}={','.join(map(str, shape))} is invalid; allowed: positive sizes and at most "
-            "one -1"
-        )
-    known = 1
-    for s in shape:
-        known *= s if s != -1 else 1
-    if -1 in shape:
-        if num_devices % known:
-            raise ConfigError(
-                f"{name}={','.join(map(str, shape))}: {known} does not divide the {num_devices} "
-                "devices there are"
-            )
-        shape = tuple(num_devices // known if s == -1 else s for s in shape)
-    elif known != num_devices:
-        raise ConfigError(
-            f"{name}={','.join(map(str, shape))} needs {known} devices but there are "
-            f"{num_devices}; allowed: sizes whose product is {num_devices}"
-        )
-    return shape
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -10,11 +10,10 @@ pre-norm, GELU MLP, sequential residual) when torch and transformers are install
 cleanly otherwise.
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -266,19 +265,24 @@ def bench_trl(name: str, steps: int) -> dict | None:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1m,20m")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference", action="store_true", help="also time HF generate and TRL")
     parser.add_argument("--trl_steps", type=int, default=4, help="timed TRL steps (even)")
     args = parser.parse_args()
+    for name in args.sizes.split(","):
+        cli.check_choice("--sizes entry", name, SIZES)
+    cli.check_int("--repeats", args.repeats, low=1)
+    cli.check_int("--trl_steps", args.trl_steps, low=2)
+    if args.trl_steps % 2:
+        raise cli.ConfigError(f"--trl_steps={args.trl_steps} is odd; allowed: an even integer")
     peak, peak_note = peak_flops()
     print(f"device: {jax.devices()[0].device_kind} | peak for MFU: {peak_note}")
     print("| size | params | sampled tok/s | sample MFU | RL tok/s | RL steps/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")
     for name in args.sizes.split(","):
-        if name not in SIZES:
-            raise ValueError(f"--sizes entry {name!r} is not one of {sorted(SIZES)}")
         r = bench_size(name, args.repeats, peak)
         print(
             f"| {r['size']} | {r['params']:,} | {r['sample_tok_s']:,.0f} | "
@@ -305,4 +309,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)

@@ -71,10 +71,15 @@ class Checkpointer:
             except Exception as e:  # noqa: BLE001 - any failure to read means "corrupted"
                 older = f"falling back to update {steps[i + 1]}" if i + 1 < len(steps) else ""
                 reason = str(e).strip().splitlines()[0][:120] if str(e).strip() else ""
+                aside = f"{os.path.join(self.directory, str(step))}.unreadable"
                 log(
                     f"[rljax] warning: checkpoint at update {step} in {self.directory} is "
-                    f"unreadable ({type(e).__name__}: {reason}){'; ' + older if older else ''}"
+                    f"unreadable ({type(e).__name__}: {reason}); moved to {aside}"
+                    f"{'; ' + older if older else ''}"
                 )
+                # Out of orbax's way (it would refuse to save that step again), kept for a look.
+                os.replace(os.path.join(self.directory, str(step)), aside)
+                self._manager.reload()
                 continue
             return step, state, meta
         if steps:

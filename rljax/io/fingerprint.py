@@ -25,12 +25,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rljax import cli
 from rljax.io import checkpoints
 
 FILENAME = "config.json"
 
 
-class ConfigChangedError(ValueError):
+class ConfigChangedError(cli.ConfigError):
     """Resuming with a config that differs from the checkpoints' in a non-mutable field."""
 
 
@@ -159,6 +160,11 @@ def resume_point(
         return None
     if not check(workdir, config, mutable=mutable):
         log(f"[rljax] {workdir} has no {FILENAME} (an older run); resuming without a config check")
+    else:
+        mutable = set(mutable)
+        changed = [c for c in changes(load(workdir), config) if c.split(":", 1)[0] in mutable]
+        if changed:
+            log(f"[rljax] resuming with changed {'; '.join(changed)}")
     if latest > num_updates:
         raise ValueError(
             f"cannot resume {workdir}: its checkpoint is at update {latest}, beyond the new "
