@@ -54,11 +54,11 @@ RUN_FIELDS = {
 }
 
 
-def make_flags() -> flags.FlagValues:
-    """A fresh set of this script's flags (so the tests can parse many command lines)."""
+def make_flags(argv: list[str]) -> flags.FlagValues:
+    """A fresh set of this script's flags for ``argv`` (so tests can parse many command lines)."""
     fv = flags.FlagValues()
     config_flags.DEFINE_config_file(
-        "config", None, "Config file.", lock_config=True, flag_values=fv
+        "config", None, "Config file.", lock_config=True, flag_values=fv, sys_argv=argv
     )
     flags.DEFINE_string(
         "workdir", None, "Output directory (default runs/<agent>_<env>).", flag_values=fv
@@ -87,7 +87,7 @@ def parse(argv: list[str]):
         raise cli.ConfigError(problem)
     if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
         raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
-    fv = make_flags()
+    fv = make_flags(argv)
     try:
         fv(argv)
     except flags.UnrecognizedFlagError as e:
@@ -98,13 +98,18 @@ def parse(argv: list[str]):
     if fv["config"].value is None:
         raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
     try:
-        return to_dataclasses(fv["config"].value, fv["workdir"].value)
+        return to_dataclasses(fv["config"].value, fv["workdir"].value, fv["cpu_devices"].value)
     except ValueError as e:  # validation: bad input, found before anything ran
         raise cli.ConfigError(cli.one_line(e)) from None
 
 
-def to_dataclasses(config, workdir: str | None = None):
-    """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field."""
+def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
+    """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field.
+
+    ``cpu_devices`` is the ``--cpu_devices`` value (the process's devices were fixed from it
+    before jax started).
+    """
+    cli.check_int("--cpu_devices", cpu_devices, low=1)
     cli.check_choice("agent", config.agent, AGENTS)
     for name, bounds in RUN_FIELDS.items():
         cli.check_int(name, config[name], **bounds)
@@ -134,21 +139,21 @@ def to_dataclasses(config, workdir: str | None = None):
         progress=config.progress,
         hparams=tuple((k, float(v)) for k, v in config.hparams.items()),
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
-        mesh=mesh_lib.MeshConfig((_NUM_CPU_DEVICES,), ("seeds",)) if _NUM_CPU_DEVICES > 1 else None,
+        mesh=mesh_lib.MeshConfig((cpu_devices,), ("seeds",)) if cpu_devices > 1 else None,
     )
-    if _NUM_CPU_DEVICES > 1 and config.agent not in CPU_SHARDED_AGENTS:
+    if cpu_devices > 1 and config.agent not in CPU_SHARDED_AGENTS:
         raise ValueError(
-            f"--cpu_devices={_NUM_CPU_DEVICES} is supported for {', '.join(CPU_SHARDED_AGENTS)}; "
+            f"--cpu_devices={cpu_devices} is supported for {', '.join(CPU_SHARDED_AGENTS)}; "
             f"the 8-seed {config.agent} program hung after compiling on 2 CPU devices (jax "
             "0.10.2); for PPO on a mesh use scripts/train_sharded.py"
         )
-    if _NUM_CPU_DEVICES > 1:
+    if cpu_devices > 1:
         agents = run_config.num_seeds * len(
             sweep.grid(dict(run_config.hparams), dict(run_config.sweep))
         )  # noqa: E501
-        if agents % _NUM_CPU_DEVICES:
+        if agents % cpu_devices:
             raise ValueError(
-                f"--cpu_devices={_NUM_CPU_DEVICES} does not divide the population of {agents} "
+                f"--cpu_devices={cpu_devices} does not divide the population of {agents} "
                 f"agents (num_seeds x grid points); allowed: a divisor of {agents}"
             )
     experiment.validate_run(run_config, module, agent_config)
