@@ -78,7 +78,10 @@ def os_error_line(e: BaseException) -> str | None:
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return f"no space left on the device writing {e.filename or 'outputs'}; free space "
+            return (
+                f"no space left on the device writing {e.filename or 'outputs'}; free some "
+                "space, then resume the run (resume=True)"
+            )
         if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return f"cannot write {e.filename or 'outputs'}: {e.strerror}"
         e = e.__cause__ or e.__context__
@@ -110,7 +113,7 @@ def main(fn: Callable[[], int | None], *, debug: bool | None = None) -> NoReturn
             raise
         disk = os_error_line(e)
         if disk is not None:
-            fail(disk.rstrip("; ") + " (rerun with --debug for the traceback)", EXIT_FAILED)
+            fail(disk, EXIT_FAILED)
         if isinstance(e, ConfigError | ValueError):
             fail(e, EXIT_USAGE if isinstance(e, ConfigError) else EXIT_FAILED)
         fail(
