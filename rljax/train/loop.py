@@ -33,6 +33,8 @@ class NonFiniteLossError(RuntimeError):
 # A loss whose mean |value| grows by this factor over its first nonzero chunk is reported as
 # diverging (in the summary's warnings), even if it stays finite.
 DIVERGENCE_FACTOR = 1e4
+# A critic whose RMS error exceeds this multiple of the returns seen is reported as diverging.
+VALUE_ERROR_FACTOR = 100.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,13 +172,27 @@ def _check_finite(metrics: dict[str, np.ndarray], update: int) -> None:
 
 
 class _DivergenceWatch:
-    """Flags a loss whose mean |value| per agent grows ``DIVERGENCE_FACTOR``-fold (still finite)."""
+    """Finds losses that diverge without becoming NaN; each is reported once as a warning.
+
+    Two signs, per agent: a loss whose mean |value| over a chunk grows ``DIVERGENCE_FACTOR``-fold
+    over its first nonzero chunk; and a squared-error critic (``loss/value`` = ½ mean squared
+    error) whose RMS error ``sqrt(2 loss)`` exceeds ``VALUE_ERROR_FACTOR`` times the largest
+    |episode return| the agent has seen (at least 10), which catches a critic that blew up in
+    the very first update (CartPole at lr 1e3: RMS error ~2e4 with returns ~20).
+    """
 
     def __init__(self):
         self.base: dict[str, np.ndarray] = {}
+        self.scale: np.ndarray | None = None
         self.found: dict[str, str] = {}
 
     def update(self, metrics: dict[str, np.ndarray], update: int) -> None:
+        end = update + next(iter(metrics.values())).shape[1]
+        if "episode/return" in metrics:
+            with np.errstate(all="ignore"), _quiet():
+                seen = np.nanmax(np.abs(metrics["episode/return"]), axis=1)
+            seen = np.nan_to_num(seen, nan=0.0)
+            self.scale = seen if self.scale is None else np.maximum(self.scale, seen)
         for key, value in metrics.items():
             if not key.startswith("loss/") or key in self.found:
                 continue
@@ -188,8 +204,16 @@ class _DivergenceWatch:
                 a = int(np.argmax(np.where(grown, size / np.maximum(base, 1e-3), 0)))
                 self.found[key] = (
                     f"{key} diverged for agent {a}: mean |value| {base[a]:.3g} -> {size[a]:.3g} "
-                    f"by update {update + value.shape[1]}"
+                    f"by update {end}"
                 )
+            elif key == "loss/value" and self.scale is not None:
+                rms, limit = np.sqrt(2 * size), VALUE_ERROR_FACTOR * np.maximum(self.scale, 10.0)
+                if np.any(rms > limit):
+                    a = int(np.argmax(rms / limit))
+                    self.found[key] = (
+                        f"{key} diverged for agent {a}: RMS value error {rms[a]:.3g} against "
+                        f"returns of at most {self.scale[a]:.3g} by update {end}"
+                    )
 
 
 def run(

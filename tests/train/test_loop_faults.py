@@ -5,6 +5,7 @@ import json
 import os
 import signal
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -20,35 +21,42 @@ TINY = ppo.Config(
 HPARAMS = tuple(zip(ppo.Hparams._fields, (3e-4, 0.2, 0.01, 0.5, 0.99, 0.95), strict=True))
 
 
+_CACHE = {}
+
+
 def _setup(workdir, resume=False):
-    run = experiment.RunConfig(
-        env_name="CartPole-v1",
-        workdir=str(workdir),
-        num_seeds=2,
-        total_timesteps=8 * 64,
-        chunk_updates=2,
-        checkpoint_every=1,
-        resume=resume,
-        progress=False,
-        hparams=HPARAMS,
-    )
-    points = experiment.validate_run(run, ppo, TINY)
-    env = envs.make("CartPole-v1")
-    states = experiment.init_population(ppo, TINY, env, run, points)
+    """Loop config, fresh initial states and the chunk function, compiled once per module."""
+    if not _CACHE:
+        run = experiment.RunConfig(
+            env_name="CartPole-v1",
+            workdir=str(workdir),
+            num_seeds=2,
+            total_timesteps=8 * 64,
+            chunk_updates=2,
+            progress=False,
+            hparams=HPARAMS,
+        )
+        points = experiment.validate_run(run, ppo, TINY)
+        env = envs.make("CartPole-v1")
+        states = experiment.init_population(ppo, TINY, env, run, points)
+        fn = experiment.make_chunk_fn(ppo, TINY, env, 2)
+        _CACHE.update(points=points, states=states, compiled=fn.lower(states).compile())
     cfg = loop.LoopConfig(
-        workdir=run.workdir,
+        workdir=str(workdir),
         title="test",
         num_updates=8,
         chunk_updates=2,
         checkpoint_every=1,
         env_steps_per_update=64,
         num_seeds=2,
-        grid=tuple(points),
+        grid=tuple(_CACHE["points"]),
         resume=resume,
         progress=False,
         fingerprint={"seed": 0, "total_timesteps": 512},
     )
-    return cfg, states, experiment.make_chunk_fn(ppo, TINY, env, 2)
+    states = jax.tree.map(jnp.copy, _CACHE["states"])  # the chunk donates its input
+    compiled = _CACHE["compiled"]
+    return cfg, states, lambda s: compiled(s)
 
 
 def _poisoned(chunk, at_call, edit):
@@ -179,3 +187,22 @@ def test_fingerprint_is_stable_for_functions_and_nan(tmp_path):
     config = {"fn": np.mean, "nan": float("nan"), "np": np.float32(0.5), "t": (1, 2)}
     fingerprint.save(str(tmp_path), config)
     assert fingerprint.changes(fingerprint.load(str(tmp_path)), config) == []
+
+
+def test_divergence_watch_rules_on_synthetic_metrics():
+    nan = np.nan
+    watch = loop._DivergenceWatch()
+    calm = {
+        "episode/return": np.array([[nan, 20.0], [15.0, nan]]),
+        "loss/value": np.array([[50.0, 40.0], [60.0, 30.0]]),  # RMS ~10, returns ~20: fine
+        "loss/policy": np.array([[0.1, -0.1], [0.0, 0.2]]),
+    }
+    watch.update(calm, 0)
+    watch.update(calm, 2)
+    assert watch.found == {}
+    first = loop._DivergenceWatch()  # blown up within the first update (CartPole, lr 1e3)
+    first.update({**calm, "loss/value": np.array([[50.0, 40.0], [3e8, 2e8]])}, 0)
+    assert "loss/value diverged for agent 1: RMS value error" in first.found["loss/value"]
+    grown = {**calm, "loss/policy": np.array([[1e4, 1e4], [0.0, 0.2]])}  # 1e5-fold growth
+    watch.update(grown, 6)
+    assert "loss/policy diverged for agent 0" in watch.found["loss/policy"]
