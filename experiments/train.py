@@ -29,7 +29,6 @@ except ValueError as e:
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
 import dataclasses  # noqa: E402
-import importlib.util  # noqa: E402
 import os  # noqa: E402
 
 from absl import flags  # noqa: E402
@@ -82,7 +81,7 @@ def parse(argv: list[str]):
       cli.ConfigError / ValueError: one line naming the flag or field, the value and what is
         allowed.
     """
-    problem = _unknown_override(argv)
+    problem = cli.config_override_problem(argv)
     if problem is not None:
         raise cli.ConfigError(problem)
     if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
@@ -158,45 +157,6 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
             )
     experiment.validate_run(run_config, module, agent_config)
     return module, agent_config, run_config
-
-
-def _unknown_override(argv: list[str]) -> str | None:
-    """Names the first ``--config.a.b=`` override that the config file does not define.
-
-    ml_collections would only raise a bare ``AttributeError`` deep in flag parsing.
-    """
-    specs = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
-    if not specs:
-        return None
-    spec = specs[-1]
-    path, _, arg = spec.partition(":")
-    if not os.path.isfile(path):
-        return (
-            f"--config={spec}: {path} is not a file; allowed: a config file such as configs/ppo.py"
-        )
-    module_spec = importlib.util.spec_from_file_location("_config_file", path)
-    if module_spec is None or not path.endswith(".py"):
-        return f"--config={spec}: {path} is not a Python config file; allowed: e.g. configs/ppo.py"
-    config_module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(config_module)
-    if not hasattr(config_module, "get_config"):
-        return f"--config={spec}: {path} defines no get_config(arg)"
-    try:
-        base = config_module.get_config(arg or None)
-    except ValueError as e:
-        return f"--config={spec}: {cli.one_line(e)}"
-    for flag in argv:
-        if not flag.startswith("--config."):
-            continue
-        node = base
-        keys = flag[len("--config.") :].split("=", 1)[0].split(".")
-        for depth, key in enumerate(keys):
-            if not hasattr(node, "keys") or key not in node:
-                where = ".".join(keys[:depth]) or "the top level"
-                valid = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a leaf)"
-                return f"--config.{'.'.join(keys)}: unknown key {key!r} at {where}; valid: {valid}"
-            node = node[key]
-    return None
 
 
 def main(argv: list[str]) -> int:

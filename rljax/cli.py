@@ -6,7 +6,8 @@ Entry points (``experiments/*.py``, ``scripts/*.py``) use it in three places:
    middle of a progress bar.
 2. Checks while parsing, before any data is built or anything compiles: ``check_int``,
    ``check_number``, ``check_choice``, ``check_keys``, ``check_workdir``, ``check_devices``
-   (mesh shapes: ``rljax.parallel.mesh.resolve_shape``).
+   (mesh shapes: ``rljax.parallel.mesh.resolve_shape``); ``config_override_problem`` for an
+   ml_collections ``--config=file.py:arg`` and its ``--config.a.b=`` overrides.
    Each raises ``ConfigError`` with one line naming the field, the value and what is allowed.
 3. ``cli.main(fn)`` around the body: a ``ConfigError`` (or any ``ValueError`` raised before
    training) prints ``error: <one line>`` and exits 2; any other failure prints one line and
@@ -18,6 +19,7 @@ This module imports nothing from jax, so it can run before ``rljax.xla_flags.set
 
 import argparse
 import errno
+import importlib.util
 import logging
 import os
 import sys
@@ -240,6 +242,46 @@ def check_devices(name: str, requested: int, available: int, what: str = "device
             f"allowed: 1..{available}"
         )
     return requested
+
+
+def config_override_problem(argv: list[str], flag: str = "--config") -> str | None:
+    """One line about a bad ``--config=file.py:arg`` or an override it does not define, or ``None``.
+
+    Loads the config file itself (``get_config(arg)``) and walks every ``--config.a.b=value``
+    override, naming the first unknown key and the valid keys at its level: ml_collections
+    would raise a bare ``AttributeError`` deep in flag parsing. Works for any ml_collections
+    entry point (``flag``: the config flag's name).
+    """
+    specs = [a.split("=", 1)[1] for a in argv if a.startswith(f"{flag}=")]
+    if not specs:
+        return None
+    spec = specs[-1]
+    path, _, arg = spec.partition(":")
+    if not os.path.isfile(path):
+        return f"{flag}={spec}: {path} is not a file; allowed: a config file such as configs/ppo.py"
+    module_spec = importlib.util.spec_from_file_location("_config_file", path)
+    if module_spec is None or not path.endswith(".py"):
+        return f"{flag}={spec}: {path} is not a Python config file; allowed: e.g. configs/ppo.py"
+    config_module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(config_module)
+    if not hasattr(config_module, "get_config"):
+        return f"{flag}={spec}: {path} defines no get_config(arg)"
+    try:
+        base = config_module.get_config(arg or None)
+    except ValueError as e:
+        return f"{flag}={spec}: {one_line(e)}"
+    for arg_ in argv:
+        if not arg_.startswith(f"{flag}."):
+            continue
+        node = base
+        keys = arg_[len(flag) + 1 :].split("=", 1)[0].split(".")
+        for depth, key in enumerate(keys):
+            if not hasattr(node, "keys") or key not in node:
+                where = ".".join(keys[:depth]) or "the top level"
+                valid = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a leaf)"
+                return f"{flag}.{'.'.join(keys)}: unknown key {key!r} at {where}; valid: {valid}"
+            node = node[key]
+    return None
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
