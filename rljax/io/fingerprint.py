@@ -55,6 +55,11 @@ def _canonical(value: Any) -> Any:
     return re.sub(r" at 0x[0-9a-f]+", "", repr(value))  # no memory addresses: stable across runs
 
 
+def to_json(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with every value in its JSON form (as ``save`` writes and ``check`` compares)."""
+    return {str(k): _canonical(v) for k, v in config.items()}
+
+
 def path(directory: str) -> str:
     """Where the fingerprint of the run in ``directory`` lives."""
     return os.path.join(directory, FILENAME)
@@ -65,7 +70,7 @@ def save(directory: str, config: Mapping[str, Any]) -> None:
     os.makedirs(directory, exist_ok=True)
     tmp = path(directory) + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({str(k): _canonical(v) for k, v in config.items()}, f, indent=1, sort_keys=True)
+        json.dump(to_json(config), f, indent=1, sort_keys=True)
     os.replace(tmp, path(directory))
 
 

@@ -176,7 +176,10 @@ def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
 def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
     """Validates, builds and trains; returns ``(final states, loop.Summary)``.
 
-    The agent config's ``num_updates`` is set from ``total_timesteps``.
+    The agent config's ``num_updates`` is set from ``total_timesteps``. With ``resume``, the
+    config is first checked against the one that made the checkpoints
+    (``rljax.io.fingerprint``; only ``RESUMABLE_FIELDS`` may differ) before anything is built or
+    compiled; a run that already finished returns ``(None, its summary)`` having done nothing.
     """
     points = validate_run(run_config, agent, agent_config)
     total = num_updates(run_config, agent, agent_config)

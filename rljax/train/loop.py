@@ -275,6 +275,8 @@ def run(
             "carried": [None if not np.isfinite(c) else float(c) for c in carried],
             "win_sum": win_sum.tolist(),
             "win_count": win_count.tolist(),
+            # every checkpoint records the config that made it (also in workdir/config.json)
+            "config": None if cfg.fingerprint is None else fingerprint.to_json(cfg.fingerprint),
         }
 
     t0 = time.perf_counter()
