@@ -66,8 +66,8 @@ def get_config(arg: str = "arithmetic"):
         c.sweep[field] = ""
 
     c.run = ml_collections.ConfigDict()
-    c.run.steps = 4 if tiny else 100 if fast else 200  # RL updates per learner
-    c.run.chunk_steps = 2 if tiny else 20  # updates per compiled call; quick eval after each
+    c.run.steps = 4 if tiny else 150 if fast else 200  # RL updates per learner
+    c.run.chunk_steps = 2 if tiny else 25 if fast else 20  # updates per call; quick eval after each
     c.run.checkpoint_every = 1  # chunks between checkpoints
     c.run.prompts_per_step = 8 if tiny else 16 if fast else 32  # B
     c.run.group_size = 4 if tiny else 8  # G

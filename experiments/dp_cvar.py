@@ -11,10 +11,11 @@ by Monte Carlo. Runs in seconds on CPU:
 
   python experiments/dp_cvar.py --outdir runs/dp_cvar
 
-Writes results.md, results.json and cvar.png to --outdir.
+Writes results.md, results.json and cvar.png to --outdir. Bad flags stop in one line before
+anything runs (``--debug`` for a traceback).
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
@@ -122,14 +123,22 @@ def _plot(rows: list[dict], path: pathlib.Path):
     plt.close(fig)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv=None) -> argparse.Namespace:
+    """Parses and validates the flags (one-line ``error:`` and exit 2 on bad input)."""
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outdir", default="runs/dp_cvar", help="output directory")
     parser.add_argument("--episodes", type=int, default=20_000, help="Monte Carlo episodes")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed for Monte Carlo")
-    args = parser.parse_args()
-    if args.episodes < 1:
-        raise ValueError(f"--episodes: got {args.episodes}; allowed: an int >= 1.")
+    args = parser.parse_args(argv)
+    cli.check_int("--episodes", args.episodes, low=1)
+    cli.check_int("--seed", args.seed, low=0, high=2**32 - 1)
+    cli.check_workdir("--outdir", args.outdir)
+    return args
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    args = parse_args(argv)
     outdir = pathlib.Path(args.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     start = time.time()
@@ -143,4 +152,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)

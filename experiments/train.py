@@ -4,7 +4,7 @@
     python experiments/train.py --config=configs/ppo.py:CartPole-v1 --config.resume=True
     python experiments/train.py --config=configs/dqn.py:CartPole-v1 --cpu_devices=2
 
-Writes metrics.jsonl/.csv, curves.png, summary.json and checkpoints/ into --workdir
+Writes metrics.jsonl/.csv, curves.png, summary.json, config.json and checkpoints/ into --workdir
 (default: runs/<agent>_<env>).
 
 ``--cpu_devices=N`` (N > 1) gives the process N CPU devices and shards the
@@ -12,23 +12,26 @@ population (seeds × grid points, a multiple of N) across them: on a CPU host wi
 is the fast layout for small agents (``rljax.xla_flags.cpu_layout``; 8 DQN seeds train 2.2x
 faster on 2 such devices than on one default device). It has to be known before jax starts,
 so it is read from the command line first.
+
+Every bad flag or config value stops before anything compiles with one line naming it (a
+traceback only with ``--debug``). Exit codes: 0 done (or nothing left to do), 1 failed (NaN
+loss, full disk), 2 bad input, 128 + signal when stopped by SIGINT/SIGTERM (after a checkpoint).
 """
 
 import sys
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 try:
     _NUM_CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=1)
 except ValueError as e:
-    sys.exit(f"error: {e}")
+    cli.fail(e)
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
 import dataclasses  # noqa: E402
-import importlib.util  # noqa: E402
 import os  # noqa: E402
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from rljax.agents import dqn, ppo, sqirl  # noqa: E402
@@ -40,25 +43,89 @@ from rljax.train.loop import NonFiniteLossError  # noqa: E402
 CPU_SHARDED_AGENTS = ("dqn", "sqirl")
 # Agent name in the config -> (agent module, name of its config block).
 AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
+# Top-level fields of every config file and what each must be.
+RUN_FIELDS = {
+    "seed": dict(low=0, high=2**32 - 1),
+    "num_seeds": dict(low=1),
+    "total_timesteps": dict(low=1),
+    "chunk_updates": dict(low=0),
+    "checkpoint_every": dict(low=1),
+}
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Output directory (default runs/<agent>_<env>).")
-flags.DEFINE_integer("cpu_devices", 1, "CPU devices to shard the population over.")
+
+def make_flags(argv: list[str]) -> flags.FlagValues:
+    """A fresh set of this script's flags for ``argv`` (so tests can parse many command lines)."""
+    fv = flags.FlagValues()
+    config_flags.DEFINE_config_file(
+        "config", None, "Config file.", lock_config=True, flag_values=fv, sys_argv=argv
+    )
+    flags.DEFINE_string(
+        "workdir", None, "Output directory (default runs/<agent>_<env>).", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "cpu_devices", 1, "CPU devices to shard the population over.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "debug", False, "Show tracebacks instead of one-line errors.", flag_values=fv
+    )
+    return fv
 
 
-def to_dataclasses(config):
-    """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field."""
-    if config.agent not in AGENTS:
-        raise ValueError(f"agent={config.agent!r} is unknown; valid: {', '.join(AGENTS)}")
+def parse(argv: list[str]):
+    """Parses and validates a command line; nothing is built or compiled.
+
+    Returns:
+      ``(agent module, agent Config, RunConfig)``.
+
+    Raises:
+      cli.ConfigError / ValueError: one line naming the flag or field, the value and what is
+        allowed.
+    """
+    problem = cli.config_override_problem(argv)
+    if problem is not None:
+        raise cli.ConfigError(problem)
+    if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
+        raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
+    fv = make_flags(argv)
+    try:
+        fv(argv)
+    except flags.UnrecognizedFlagError as e:
+        valid = "--config, --config.<field>=<value>, --workdir, --cpu_devices, --debug"
+        raise cli.ConfigError(f"unknown flag --{e.flagname}; valid: {valid}") from None
+    except flags.Error as e:
+        raise cli.ConfigError(cli.one_line(e)) from None
+    if fv["config"].value is None:
+        raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
+    try:
+        return to_dataclasses(fv["config"].value, fv["workdir"].value, fv["cpu_devices"].value)
+    except ValueError as e:  # validation: bad input, found before anything ran
+        raise cli.ConfigError(cli.one_line(e)) from None
+
+
+def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
+    """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field.
+
+    ``cpu_devices`` is the ``--cpu_devices`` value (the process's devices were fixed from it
+    before jax started).
+    """
+    cli.check_int("--cpu_devices", cpu_devices, low=1)
+    cli.check_choice("agent", config.agent, AGENTS)
+    for name, bounds in RUN_FIELDS.items():
+        cli.check_int(name, config[name], **bounds)
+    for name in ("resume", "progress"):
+        if not isinstance(config[name], bool):
+            raise cli.ConfigError(f"{name}={config[name]!r} is invalid; allowed: True or False")
+    cli.check_keys("sweep", config.sweep.keys(), config.hparams.keys())
+    for name, value in config.hparams.items():
+        cli.check_number(f"hparams.{name}", value)
     module, block = AGENTS[config.agent]
     fields = {f.name for f in dataclasses.fields(module.Config)}
     values = dict(config[block])
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ValueError(f"{block}.{unknown[0]} is not a field of {module.__name__}.Config")
+    cli.check_keys(block, values, sorted(fields - {"num_updates"}))
     agent_config = module.Config(**values)
-    workdir = _WORKDIR.value or os.path.join("runs", f"{config.agent}_{config.env_name}")
+    workdir = workdir or os.path.join("runs", f"{config.agent}_{config.env_name}")
+    cli.check_workdir("--workdir", workdir)
     run_config = experiment.RunConfig(
         env_name=config.env_name,
         workdir=workdir,
@@ -71,68 +138,46 @@ def to_dataclasses(config):
         progress=config.progress,
         hparams=tuple((k, float(v)) for k, v in config.hparams.items()),
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
-        mesh=mesh_lib.MeshConfig((_NUM_CPU_DEVICES,), ("seeds",)) if _NUM_CPU_DEVICES > 1 else None,
+        mesh=mesh_lib.MeshConfig((cpu_devices,), ("seeds",)) if cpu_devices > 1 else None,
     )
-    if _NUM_CPU_DEVICES > 1 and config.agent not in CPU_SHARDED_AGENTS:
+    if cpu_devices > 1 and config.agent not in CPU_SHARDED_AGENTS:
         raise ValueError(
-            f"--cpu_devices={_NUM_CPU_DEVICES} is supported for {', '.join(CPU_SHARDED_AGENTS)}; "
+            f"--cpu_devices={cpu_devices} is supported for {', '.join(CPU_SHARDED_AGENTS)}; "
             f"the 8-seed {config.agent} program hung after compiling on 2 CPU devices (jax "
             "0.10.2); for PPO on a mesh use scripts/train_sharded.py"
         )
-    if _NUM_CPU_DEVICES > 1:
+    if cpu_devices > 1:
         agents = run_config.num_seeds * len(
             sweep.grid(dict(run_config.hparams), dict(run_config.sweep))
         )  # noqa: E501
-        if agents % _NUM_CPU_DEVICES:
+        if agents % cpu_devices:
             raise ValueError(
-                f"--cpu_devices={_NUM_CPU_DEVICES} does not divide the population of {agents} "
+                f"--cpu_devices={cpu_devices} does not divide the population of {agents} "
                 f"agents (num_seeds x grid points); allowed: a divisor of {agents}"
             )
+    experiment.validate_run(run_config, module, agent_config)
     return module, agent_config, run_config
 
 
-def _unknown_override(argv: list[str]) -> str | None:
-    """Names the first ``--config.a.b=`` override that the config file does not define.
-
-    ml_collections would only raise a bare ``AttributeError`` deep in flag parsing.
-    """
-    specs = [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
-    if not specs:
-        return None
-    spec = specs[-1]
-    path, _, arg = spec.partition(":")
-    module_spec = importlib.util.spec_from_file_location("_config_file", path)
-    config_module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(config_module)
-    base = config_module.get_config(arg or None)
-    for flag in argv:
-        if not flag.startswith("--config."):
-            continue
-        node = base
-        keys = flag[len("--config.") :].split("=", 1)[0].split(".")
-        for depth, key in enumerate(keys):
-            if not hasattr(node, "keys") or key not in node:
-                where = ".".join(keys[:depth]) or "the top level"
-                valid = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(a leaf)"
-                return f"--config.{'.'.join(keys)}: unknown key {key!r} at {where}; valid: {valid}"
-            node = node[key]
-    return None
-
-
-def main(argv):
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-    del argv
-    config = _CONFIG.value
+def main(argv: list[str]) -> int:
+    """Parses, validates, trains; returns the exit code (0 done, 128 + signal if stopped)."""
+    cli.quiet_logs()  # orbax logs every save at INFO
+    module, agent_config, run_config = parse(argv)
     try:
-        module, agent_config, run_config = to_dataclasses(config)
         _, summary = experiment.run(module, agent_config, run_config)
-    except (ValueError, NonFiniteLossError) as e:
-        sys.exit(f"error: {e}")
-    print(summary.line(f"{config.agent} {run_config.env_name}"))
-    print(f"outputs: {run_config.workdir}/(metrics.jsonl, metrics.csv, curves.png, checkpoints/)")
+    except NonFiniteLossError as e:
+        cli.fail(e, cli.EXIT_FAILED)
+    print(summary.line(f"{run_config_title(module, run_config)}"))
+    print(
+        f"outputs: {run_config.workdir}/(metrics.jsonl, metrics.csv, curves.png, summary.json, "
+        "config.json, checkpoints/)"
+    )
+    return cli.exit_code(summary.stop_signal if summary.interrupted else None)
+
+
+def run_config_title(module, run_config) -> str:
+    return f"{module.__name__.rsplit('.', 1)[-1]} {run_config.env_name}"
 
 
 if __name__ == "__main__":
-    if (problem := _unknown_override(sys.argv)) is not None:
-        sys.exit(f"error: {problem}")
-    app.run(main)
+    cli.main(lambda: main(sys.argv))

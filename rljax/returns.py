@@ -10,6 +10,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
+
 
 def gae(
     r_t: jax.Array,
@@ -40,6 +42,7 @@ def gae(
       Advantages ``[T, ...]``.
     """
     chex.assert_equal_shape([r_t, discount_t, v_t, v_tp1, done_t])
+    checks.check_range("lambda_", lambda_, low=0.0, high=1.0)
     delta_t = r_t + discount_t * v_tp1 - v_t
     trace_t = discount_t * lambda_ * (1.0 - done_t.astype(r_t.dtype))
 
@@ -79,18 +82,25 @@ def lambda_returns(
 # ---------------------------------------------------------------------------------------------
 # Group-relative advantages for outcome rewards: ``rewards[B, G]`` holds the scalar rewards of G
 # sampled responses to each of B prompts; ``mask[B, G]`` is 1 for real samples, 0 for padding.
-# Padded samples get advantage 0 and never enter any statistic. ``ddof=1`` (the unbiased std, as
+# Padded samples get advantage 0 and never enter any statistic (NaN or inf rewards in padded
+# slots included: they are replaced by 0 before any arithmetic). ``ddof=1`` (the unbiased std, as
 # ``torch.std`` in common GRPO code) reproduces the papers' worked numbers; ``ddof=0`` is the
 # population std.
 # ---------------------------------------------------------------------------------------------
 
 
-def _group_mask(rewards: jax.Array, mask: jax.Array | None) -> jax.Array:
+def _group_mask(rewards: jax.Array, mask: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+    """``(rewards with padded entries set to 0, float mask)``."""
     chex.assert_rank(rewards, 2)
     if mask is None:
-        return jnp.ones_like(rewards)
+        return rewards, jnp.ones_like(rewards)
     chex.assert_equal_shape([rewards, mask])
-    return mask.astype(rewards.dtype)
+    m = mask.astype(rewards.dtype)
+    return jnp.where(m > 0, rewards, 0.0), m
+
+
+def _check_eps(eps) -> None:
+    checks.check_range("eps", eps, low=0.0)
 
 
 def _masked_moments(
@@ -131,7 +141,8 @@ def grpo_advantages(
       Advantages ``[B, G]``, 0 at padded samples.
     """
     _check_ddof(ddof)
-    m = _group_mask(rewards, mask)
+    _check_eps(eps)
+    rewards, m = _group_mask(rewards, mask)
     mean, std, _ = _masked_moments(rewards, m, axis=1, ddof=ddof)
     return (rewards - mean) / (std + eps) * m
 
@@ -149,7 +160,7 @@ def dr_grpo_advantages(rewards: jax.Array, mask: jax.Array | None = None) -> jax
     Returns:
       Advantages ``[B, G]``, 0 at padded samples.
     """
-    m = _group_mask(rewards, mask)
+    rewards, m = _group_mask(rewards, mask)
     mean, _, _ = _masked_moments(rewards, m, axis=1, ddof=0)
     return (rewards - mean) * m
 
@@ -177,7 +188,8 @@ def lite_ppo_advantages(
       Advantages ``[B, G]``, 0 at padded samples.
     """
     _check_ddof(ddof)
-    m = _group_mask(rewards, mask)
+    _check_eps(eps)
+    rewards, m = _group_mask(rewards, mask)
     group_mean, _, _ = _masked_moments(rewards, m, axis=1, ddof=ddof)
     _, batch_std, _ = _masked_moments(rewards, m, axis=(0, 1), ddof=ddof)
     return (rewards - group_mean) / (batch_std + eps) * m
@@ -205,7 +217,8 @@ def batch_advantages(
       Advantages ``[B, G]``, 0 at padded samples.
     """
     _check_ddof(ddof)
-    m = _group_mask(rewards, mask)
+    _check_eps(eps)
+    rewards, m = _group_mask(rewards, mask)
     mean, std, _ = _masked_moments(rewards, m, axis=(0, 1), ddof=ddof)
     return (rewards - mean) / (std + eps) * m
 
@@ -224,7 +237,7 @@ def rloo_advantages(rewards: jax.Array, mask: jax.Array | None = None) -> jax.Ar
     Returns:
       Advantages ``[B, G]``, 0 at padded samples.
     """
-    m = _group_mask(rewards, mask)
+    rewards, m = _group_mask(rewards, mask)
     mean, _, count = _masked_moments(rewards, m, axis=1, ddof=0)
     scale = jnp.where(count > 1, count / jnp.maximum(count - 1.0, 1.0), 0.0)
     return scale * (rewards - mean) * m
@@ -257,7 +270,9 @@ def ngrpo_advantages(
       Advantages ``[B, G]``, 0 at padded samples.
     """
     _check_ddof(ddof)
-    m = _group_mask(rewards, mask)
+    _check_eps(eps)
+    checks.check_range("r_max", r_max)
+    rewards, m = _group_mask(rewards, mask)
     virtual = jnp.full((rewards.shape[0], 1), r_max, rewards.dtype)
     aug_r = jnp.concatenate([rewards, virtual], axis=1)
     aug_m = jnp.concatenate([m, jnp.ones_like(virtual)], axis=1)

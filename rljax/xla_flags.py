@@ -47,13 +47,19 @@ def cpu_devices_arg(argv: list[str], default: int) -> int:
     """``--cpu_devices=N`` from a command line, read before jax is imported (it fixes the devices).
 
     Raises:
-      ValueError: if N < 1.
+      ValueError: if N is not an integer >= 1.
     """
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--cpu_devices", type=int, default=default)
-    value = parser.parse_known_args(argv)[0].cpu_devices
-    if value < 1:
-        raise ValueError(f"--cpu_devices={value} is invalid; allowed: an integer >= 1")
+    parser.add_argument("--cpu_devices", default=None)
+    text = parser.parse_known_args(argv)[0].cpu_devices
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise ValueError(f"--cpu_devices={text} is invalid; allowed: an integer >= 1")
     return value
 
 

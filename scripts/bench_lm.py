@@ -14,11 +14,10 @@ architecture (RoPE, pre-norm, GELU MLP, sequential residual) and TRL's GRPOTrain
 transformers and trl are installed, and skips them cleanly otherwise.
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -356,7 +355,8 @@ def bench_trl(name: str, steps: int) -> dict | None:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1m,20m")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference", action="store_true", help="also time HF generate and TRL")
@@ -366,6 +366,12 @@ def main():
     parser.add_argument("--vs_sequential", type=int, default=0, help="learners (0: skip)")
     parser.add_argument("--sequential_steps", type=int, default=20, help="RL steps per learner")
     args = parser.parse_args()
+    for name in args.sizes.split(","):
+        cli.check_choice("--sizes entry", name, SIZES)
+    cli.check_int("--repeats", args.repeats, low=1)
+    cli.check_int("--trl_steps", args.trl_steps, low=2)
+    if args.trl_steps % 2:
+        raise cli.ConfigError(f"--trl_steps={args.trl_steps} is odd; allowed: an even integer")
     peak, peak_note = peak_flops()
     print(f"device: {jax.devices()[0].device_kind} | {machine.describe()} | peak: {peak_note}")
     if args.population:
@@ -377,8 +383,6 @@ def main():
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")
     for name in args.sizes.split(","):
-        if name not in SIZES:
-            raise ValueError(f"--sizes entry {name!r} is not one of {sorted(SIZES)}")
         r = bench_size(name, args.repeats, peak)
         print(
             f"| {r['size']} | {r['params']:,} | {r['sample_tok_s']:,.0f} | "
@@ -405,4 +409,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)

@@ -19,11 +19,13 @@ scaling.png to --out. About 2-4 minutes on a 2-core CPU.
 import argparse
 import sys
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
-xla_flags.set_flags(
-    num_cpu_devices=xla_flags.cpu_devices_arg(sys.argv[1:], default=8)
-)  # only affects the CPU platform
+try:
+    _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=8)
+except ValueError as _e:
+    cli.fail(_e)
+xla_flags.set_flags(num_cpu_devices=_CPU_DEVICES)  # only affects the CPU platform
 
 import json  # noqa: E402
 import os  # noqa: E402
@@ -52,7 +54,7 @@ HPARAMS = (
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cpu_devices", type=int, default=8, help="fake CPU devices (CPU only)")
     p.add_argument("--devices", default="1,2,4,8", help="device counts to measure")
     p.add_argument("--agents", type=int, default=8, help="population size, strong scaling")
@@ -98,13 +100,27 @@ def measure(num_devices: int, num_agents: int, args) -> dict:
 
 
 def main() -> None:
+    cli.quiet_logs()
     args = parse_args()
-    counts = [int(d) for d in args.devices.split(",") if int(d) <= jax.device_count()]
+    for name in ("agents", "agents_per_device", "chunk_updates", "repeats"):
+        cli.check_int(f"--{name}", getattr(args, name), low=1)
+    cli.check_workdir("--out", args.out)
+    try:
+        requested = [int(d) for d in args.devices.split(",")]
+    except ValueError:
+        raise cli.ConfigError(
+            f"--devices={args.devices!r} is not comma-separated integers"
+        ) from None
+    for d in requested:
+        cli.check_int("--devices entry", d, low=1)
+    counts = [d for d in requested if d <= jax.device_count()]
     if not counts:
-        sys.exit(f"error: --devices={args.devices!r} has no count <= {jax.device_count()}")
+        cli.check_devices("--devices", min(requested), jax.device_count())
+    if len(counts) < len(requested):
+        print(f"[bench_scaling] only {jax.device_count()} devices: measuring {counts}")
     for d in counts:
         if args.agents % d:
-            sys.exit(f"error: --agents={args.agents} is not divisible by {d} devices")
+            raise cli.ConfigError(f"--agents={args.agents} is not divisible by {d} devices")
     os.makedirs(args.out, exist_ok=True)
     fake = jax.devices()[0].platform == "cpu"
     print(f"[bench_scaling] {machine.describe()}")
@@ -157,4 +173,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)

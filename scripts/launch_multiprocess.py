@@ -13,11 +13,12 @@ On a GPU cluster or a TPU pod slice the scheduler starts the processes instead: 
 import argparse
 import sys
 
+from rljax import cli
 from rljax.parallel import launch
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--num_processes", type=int, default=2)
     p.add_argument("--devices_per_process", type=int, default=None, help="fake CPU devices each")
     p.add_argument("--port", type=int, default=0, help="coordinator port (0: a free one)")
@@ -27,6 +28,12 @@ def main() -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("give the command to run after --")
+    cli.check_int("--num_processes", args.num_processes, low=1)
+    if args.devices_per_process is not None:
+        cli.check_int("--devices_per_process", args.devices_per_process, low=1)
+    cli.check_int("--port", args.port, low=0, high=65535)
+    if args.timeout_s is not None:
+        cli.check_number("--timeout_s", args.timeout_s, low=0, low_open=True)
     sys.exit(
         launch.launch_local(
             command,
@@ -39,4 +46,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)

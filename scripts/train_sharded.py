@@ -12,12 +12,21 @@ Every process runs this same script. Each one initializes only the agents whose 
 devices hold, and ``rljax.parallel.distributed.host_local_to_global`` assembles them into global
 arrays; then one jitted chunk with explicit in/out shardings trains the whole population.
 Process 0 writes ``result.npz`` (final parameters, flattened, and metrics) and ``result.json``.
-Takes about a minute on a 2-core CPU with the defaults.
+Takes about a minute on a 2-core CPU with the defaults. ``--cpu_devices=N`` gives this one
+process N fake CPU devices (read before jax starts); without it the process keeps the devices
+it has (e.g. those the launcher set). Bad flags stop in one line before anything compiles
+(``--debug`` for a traceback).
 """
 
-from rljax import xla_flags
+import sys
 
-xla_flags.set_flags()  # the CPU scheduler flag; keeps a device count the launcher set
+from rljax import cli, xla_flags
+
+try:  # the device count must be fixed before jax is imported
+    _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=None)
+except ValueError as _e:
+    cli.fail(_e)
+xla_flags.set_flags(num_cpu_devices=_CPU_DEVICES)  # None keeps a count the launcher set
 
 from rljax.parallel import distributed  # noqa: E402  (imports nothing that touches a device)
 
@@ -51,7 +60,7 @@ RULES = {"seeds": population.SEEDS, "seeds_and_envs": population.SEEDS_AND_ENVS}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cpu_devices", type=int, default=None, help="fake CPU devices (1 process)")
     p.add_argument("--mesh_shape", default="-1", help="comma-separated, e.g. 2,2 (-1 = rest)")
     p.add_argument("--mesh_axes", default="seeds", help="comma-separated names, e.g. seeds,data")
@@ -68,6 +77,47 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/train_sharded")
     return p.parse_args(argv)
+
+
+def validate(args: argparse.Namespace, num_devices: int) -> tuple[int, ...]:
+    """Checks every flag before anything is built or compiled; returns the concrete mesh shape.
+
+    Raises:
+      cli.ConfigError: one line naming the flag, the value and what is allowed.
+    """
+    for name in ("num_seeds", "num_envs", "num_steps", "num_epochs", "num_minibatches"):
+        cli.check_int(f"--{name}", getattr(args, name), low=1)
+    cli.check_int("--chunk_updates", args.chunk_updates, low=1)
+    cli.check_int("--num_chunks", args.num_chunks, low=1)
+    cli.check_int("--seed", args.seed, low=0, high=2**32 - 1)
+    cli.check_choice("--env_name", args.env_name, envs.SUPPORTED_ENVS)
+    try:
+        hidden = tuple(int(h) for h in args.hidden.split(","))
+        shape = tuple(int(s) for s in args.mesh_shape.split(","))
+    except ValueError:
+        raise cli.ConfigError(
+            f"--hidden={args.hidden!r} / --mesh_shape={args.mesh_shape!r} must be comma-separated "
+            "integers, e.g. 16,16 and 4,2"
+        ) from None
+    if any(h < 1 for h in hidden):
+        raise cli.ConfigError(f"--hidden={args.hidden} is invalid; allowed: positive widths")
+    cli.check_workdir("--out", args.out)
+    mesh_config = mesh_lib.MeshConfig(shape, tuple(args.mesh_axes.split(",")))
+    try:
+        shape = mesh_lib.resolve_shape(mesh_config, num_devices)
+    except ValueError as e:
+        raise cli.ConfigError(f"--mesh_shape/--mesh_axes: {e}") from None
+    try:
+        ppo.validate(configs(args)[0])
+    except ValueError as e:
+        raise cli.ConfigError(cli.one_line(e)) from None
+    seeds = dict(zip(mesh_config.axes, shape, strict=True)).get("seeds", 1)
+    if args.num_seeds % seeds:
+        raise cli.ConfigError(
+            f"--num_seeds={args.num_seeds} is not a multiple of the mesh's seeds axis ({seeds}); "
+            f"allowed: a multiple of {seeds}"
+        )
+    return shape
 
 
 def configs(args) -> tuple[ppo.Config, experiment.RunConfig]:
@@ -91,11 +141,10 @@ def configs(args) -> tuple[ppo.Config, experiment.RunConfig]:
 
 
 def main(argv=None) -> None:
+    cli.quiet_logs()
     args = parse_args(argv)
-    mesh_config = mesh_lib.MeshConfig(
-        tuple(int(s) for s in args.mesh_shape.split(",")), tuple(args.mesh_axes.split(","))
-    )
-    mesh = mesh_lib.make_mesh(mesh_config)
+    shape = validate(args, jax.device_count())
+    mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig(shape, tuple(args.mesh_axes.split(","))))
     config, run = configs(args)
     points = experiment.validate_run(run, ppo, config)
     env = envs.make(run.env_name)
@@ -159,4 +208,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)

@@ -86,3 +86,31 @@ def test_unknown_config_argument_lists_environments():
     out = _train("--config=configs/ppo.py:Pong", timeout=60)
     assert out.returncode != 0
     assert "configs/ppo.py:Pong is unknown; valid: CartPole-v1, Acrobot-v1" in out.stderr
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_checkpoints_exits_143_and_says_interrupted(tmp_path):
+    """A scheduler's SIGTERM: checkpoint, "interrupted" in the summary, exit code 128 + 15."""
+    import signal
+    import time
+
+    args = [a for a in TINY if not a.startswith("--config.total_timesteps")]
+    proc = subprocess.Popen(
+        [sys.executable, "experiments/train.py", *args, "--config.total_timesteps=2000000",
+         "--config.chunk_updates=1", f"--workdir={tmp_path}"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 240
+    while (
+        not (tmp_path / "metrics.jsonl").exists() or not (tmp_path / "metrics.jsonl").stat().st_size
+    ):
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-1500:]
+    assert "ppo CartPole-v1: interrupted" in stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["stop_signal"] == signal.SIGTERM
+    assert summary["last_checkpoint"] == summary["updates"] > 0

@@ -15,6 +15,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
+
 
 def mean(atoms: jax.Array, probs: jax.Array) -> jax.Array:
     """E[G] = Σ_i p_i z_i. Args: atoms [N] or [..., N], probs [..., N]. Returns [...]."""
@@ -36,7 +38,11 @@ def cvar(atoms: jax.Array, probs: jax.Array, alpha: float | jax.Array) -> jax.Ar
 
     Returns:
       [...] CVaR values.
+
+    Raises:
+      ValueError: if a concrete ``alpha`` is outside (0, 1] (a traced one is not checked).
     """
+    checks.check_range("alpha", alpha, low=0.0, low_open=True, high=1.0)
     atoms = jnp.broadcast_to(atoms, probs.shape)
     order = jnp.argsort(atoms, axis=-1)
     z = jnp.take_along_axis(atoms, order, axis=-1)

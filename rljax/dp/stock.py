@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax import checks
 from rljax.dp.mdp import TabularMDP, make_mdp, return_bounds
 
 
@@ -65,6 +66,7 @@ def stock_grid(
     grid without clipping, provided `bounds` (default `return_bounds(mdp)`, often loose) bound
     every partial sum of rewards. Host-side (not jittable): it fixes the static grid size M.
     """
+    checks.check_range("spacing", spacing, low=0.0, low_open=True)
     g_min, g_max = (float(x) for x in (bounds or return_bounds(mdp)))
     half = np.ceil((g_max - g_min) / spacing) * spacing
     num = int(round(2 * half / spacing)) + 1
@@ -127,7 +129,6 @@ def _values_from_q(q_values: jax.Array) -> jax.Array:
     return jnp.max(q_values, axis=2)
 
 
-@jax.jit
 def cvar_optimize(mdp: TabularMDP, stock_atoms: jax.Array, alpha) -> CVaRSolution:
     """Maximizes CVaR_α of the return over stock-dependent policies (Bäuerle & Ott, 2011).
 
@@ -140,7 +141,16 @@ def cvar_optimize(mdp: TabularMDP, stock_atoms: jax.Array, alpha) -> CVaRSolutio
 
     Returns:
       `CVaRSolution`; act with `solution.policy` from stock `initial_stock`.
+
+    Raises:
+      ValueError: if a concrete ``alpha`` is outside (0, 1].
     """
+    checks.check_range("alpha", alpha, low=0.0, low_open=True, high=1.0)
+    return _cvar_optimize(mdp, stock_atoms, alpha)
+
+
+@jax.jit
+def _cvar_optimize(mdp: TabularMDP, stock_atoms: jax.Array, alpha) -> CVaRSolution:
     solution = stock_value_iteration(mdp, stock_atoms, jnp.minimum(stock_atoms, 0.0))
     j_0 = jnp.einsum("s,sm->m", mdp.initial_dist, solution.values[0])
     score = -stock_atoms + j_0 / alpha

@@ -12,11 +12,14 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
+from rljax import checks
+
 
 def _check_support(support: jax.Array) -> None:
     chex.assert_rank(support, 1)
     if support.shape[0] < 2:
         raise ValueError(f"support must have at least 2 atoms, got shape {support.shape}")
+    checks.check_increasing("support", support)
 
 
 def two_hot(x: jax.Array, support: jax.Array) -> jax.Array:
@@ -53,10 +56,12 @@ def hl_gauss(x: jax.Array, support: jax.Array, *, sigma: float | jax.Array) -> j
     beyond the end atoms); ``p_j ∝ Φ((e_{j+1} - x)/σ) - Φ((e_j - x)/σ)``. Farebrother et al. 2024
     ("Stop Regressing"; Imani & White 2018, "Improving Regression Performance with
     Distributional Losses") recommend σ ≈ 0.75 bin widths. The read-back mean equals ``x`` up to
-    the discretization when ``x`` is a few σ inside the support.
+    the discretization when ``x`` is a few σ inside the support. Targets outside the support are
+    first clipped to its end atoms (as ``two_hot`` does), so every row sums to 1: unclipped, a
+    target a few σ beyond the support would get a row of (near) zeros and no gradient.
 
     Args:
-      x: scalar targets ``[...]``.
+      x: scalar targets ``[...]`` (clipped to ``[support[0], support[-1]]``).
       support: increasing bin centres ``[N]``.
       sigma: Gaussian standard deviation σ > 0, in value units.
 
@@ -64,9 +69,8 @@ def hl_gauss(x: jax.Array, support: jax.Array, *, sigma: float | jax.Array) -> j
       Target probabilities ``[..., N]`` (no gradient).
     """
     _check_support(support)
-    if isinstance(sigma, int | float) and not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma!r}")
-    x = jax.lax.stop_gradient(x)
+    checks.check_range("sigma", sigma, low=0.0, low_open=True)
+    x = jnp.clip(jax.lax.stop_gradient(x), support[0], support[-1])
     mid = 0.5 * (support[1:] + support[:-1])
     first = support[0] - 0.5 * (support[1] - support[0])
     last = support[-1] + 0.5 * (support[-1] - support[-2])

@@ -8,6 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
 from rljax.losses import classification
 from rljax.losses import value as value_losses
 
@@ -33,6 +34,7 @@ def categorical_projection(
     """
     chex.assert_equal_shape([support_next, probs_next])
     chex.assert_rank(support, 1)
+    checks.check_increasing("support", support)
     z = jnp.clip(support_next, support[0], support[-1])[..., :, None]  # [..., M, 1]
     gaps = support[1:] - support[:-1]
     d_left = jnp.concatenate([jnp.ones((1,), support.dtype), gaps])  # s_j - s_{j-1}

@@ -27,6 +27,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
+
 
 def k1(logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
     """k1 estimator ``log π(x) - log π_ref(x)`` of ``KL(π‖π_ref)``, ``x ~ π``.
@@ -115,15 +117,18 @@ def kl_in_reward(
       beta: KL coefficient β >= 0.
 
     Returns:
-      Per-token rewards ``[B, L]``, 0 at padding.
+      Per-token rewards ``[B, L]``, 0 at padding, so every row sums to ``R - β Σ_t kl_t``; a
+      row with no real token (an empty response) keeps its reward ``R`` at position 0. Padded
+      entries never influence the result, even when they hold NaN or inf.
     """
     chex.assert_rank([reward, kl], [1, 2])
     chex.assert_equal_shape([kl, mask])
-    m = mask.astype(kl.dtype)
-    n_tok = jnp.sum(m, axis=1).astype(jnp.int32)
+    checks.check_range("beta", beta, low=0.0)
+    real = mask > 0
+    n_tok = jnp.sum(real, axis=1).astype(jnp.int32)
     last = jax.nn.one_hot(jnp.maximum(n_tok - 1, 0), kl.shape[1], dtype=kl.dtype)
-    last = last * (n_tok > 0)[:, None]
-    return (-beta * jax.lax.stop_gradient(kl) + reward[:, None] * last) * m
+    penalty = jnp.where(real, -beta * jax.lax.stop_gradient(kl), 0.0)
+    return penalty + reward[:, None] * last
 
 
 def kl_in_loss(loss: jax.Array, kl: jax.Array, *, beta: float | jax.Array) -> jax.Array:
@@ -141,6 +146,7 @@ def kl_in_loss(loss: jax.Array, kl: jax.Array, *, beta: float | jax.Array) -> ja
       ``[...]``.
     """
     chex.assert_equal_shape([loss, kl])
+    checks.check_range("beta", beta, low=0.0)
     return loss + beta * kl
 
 

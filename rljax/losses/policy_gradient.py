@@ -4,6 +4,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
+
 
 def ppo_clip(
     logp: jax.Array,
@@ -27,11 +29,20 @@ def ppo_clip(
       eps_high: upper clip range ε_high >= 0.
 
     Returns:
-      Loss per element, ``[...]``.
+      Loss per element, ``[...]``. An element with ``A = 0`` has loss 0 and gradient 0 even
+      when its float ratio overflows to inf (``inf · 0`` would be NaN).
+
+    Raises:
+      ValueError: if a concrete ``eps_low`` / ``eps_high`` is negative or NaN.
     """
+    checks.check_range("eps_low", eps_low, low=0.0)
+    checks.check_range("eps_high", eps_high, low=0.0)
     chex.assert_equal_shape([logp, old_logp, adv])
     adv = jax.lax.stop_gradient(adv)
-    ratio = jnp.exp(logp - jax.lax.stop_gradient(old_logp))
+    # A zero advantage contributes nothing: its log-ratio is replaced before exp, so an
+    # overflowing ratio cannot make inf · 0 = NaN in the value or the gradient.
+    log_ratio = jnp.where(adv == 0, 0.0, logp - jax.lax.stop_gradient(old_logp))
+    ratio = jnp.exp(log_ratio)
     clipped = jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high)
     return -jnp.minimum(ratio * adv, clipped * adv)
 
@@ -80,8 +91,7 @@ def ppo_dual_clip(
     Returns:
       Loss per element ``[...]``.
     """
-    if isinstance(dual_clip, int | float) and not dual_clip > 1.0:
-        raise ValueError(f"dual_clip must be > 1, got {dual_clip!r}")
+    checks.check_range("dual_clip", dual_clip, low=1.0, low_open=True)
     clipped_loss = ppo_clip(logp, old_logp, adv, eps_low=eps_low, eps_high=eps_high)
     adv = jax.lax.stop_gradient(adv)
     return jnp.where(adv < 0, jnp.minimum(clipped_loss, -dual_clip * adv), clipped_loss)
@@ -112,6 +122,8 @@ def cispo(
     Returns:
       Loss per element ``[...]``. At ρ = 1 its gradient equals PPO's / REINFORCE's.
     """
+    checks.check_range("eps_low", eps_low, low=0.0)
+    checks.check_range("eps_high", eps_high, low=0.0)
     chex.assert_equal_shape([logp, old_logp, adv])
     ratio = jnp.exp(logp - old_logp)
     weight = jax.lax.stop_gradient(jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high))
@@ -135,7 +147,7 @@ def gspo_log_ratio(logp: jax.Array, old_logp: jax.Array, mask: jax.Array) -> jax
     chex.assert_rank(logp, 2)
     chex.assert_equal_shape([logp, old_logp, mask])
     m = mask.astype(logp.dtype)
-    diff = (logp - jax.lax.stop_gradient(old_logp)) * m
+    diff = jnp.where(m > 0, logp - jax.lax.stop_gradient(old_logp), 0.0)
     return jnp.sum(diff, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1.0)
 
 
@@ -201,7 +213,7 @@ def gspo_token(
     adv_t = adv[:, None] * jnp.ones_like(logp) if adv.ndim == 1 else adv
     zeros = jnp.zeros_like(log_s_t)
     loss = ppo_clip(log_s_t, zeros, adv_t, eps_low=eps_low, eps_high=eps_high)
-    return loss * mask.astype(loss.dtype)
+    return jnp.where(mask > 0, loss, 0.0)
 
 
 def _floor_keep_grad(x: jax.Array, floor: float | jax.Array) -> jax.Array:
@@ -287,13 +299,15 @@ def pacs(
     chex.assert_equal_shape([seq_logp, seq_ref_logp, reward])
     m = jnp.ones_like(seq_logp) if mask is None else mask.astype(seq_logp.dtype)
     chex.assert_equal_shape([seq_logp, m])
-    r_hat = beta * (seq_logp - jax.lax.stop_gradient(seq_ref_logp))
+    checks.check_range("beta", beta, low=0.0, low_open=True)
+    real = m > 0
+    r_hat = jnp.where(real, beta * (seq_logp - jax.lax.stop_gradient(seq_ref_logp)), 0.0)
     n = jnp.sum(m, axis=1, keepdims=True)
-    others_mean = (jnp.sum(r_hat * m, axis=1, keepdims=True) - r_hat) / jnp.maximum(n - 1, 1.0)
+    others_mean = (jnp.sum(r_hat, axis=1, keepdims=True) - r_hat) / jnp.maximum(n - 1, 1.0)
     psi = r_hat - others_mean
-    label = jax.lax.stop_gradient(reward)
+    label = jnp.where(real, jax.lax.stop_gradient(reward), 0.0)
     bce = jax.nn.softplus(psi) - label * psi
-    return bce * m
+    return jnp.where(real, bce, 0.0)
 
 
 def categorical_entropy(logits: jax.Array) -> jax.Array:

@@ -7,11 +7,14 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
+
 
 def masked_mean(x: jax.Array, mask: jax.Array | None = None, axis=None) -> jax.Array:
     """Mean of ``x`` over the elements where ``mask`` is 1.
 
-    ``sum(x * mask) / max(sum(mask), 1)``; an all-zero mask gives 0, not NaN.
+    ``sum(x * mask) / max(sum(mask), 1)``; an all-zero mask gives 0, not NaN. Masked-out entries
+    never influence the result, even when they hold NaN or inf.
 
     Args:
       x: values, any shape ``[...]``.
@@ -25,7 +28,7 @@ def masked_mean(x: jax.Array, mask: jax.Array | None = None, axis=None) -> jax.A
         return jnp.mean(x, axis=axis)
     chex.assert_equal_shape([x, mask])
     mask = mask.astype(x.dtype)
-    total = jnp.sum(x * mask, axis=axis)
+    total = jnp.sum(jnp.where(mask > 0, x, 0.0) * mask, axis=axis)
     count = jnp.sum(mask, axis=axis)
     return total / jnp.maximum(count, 1.0)
 
@@ -41,6 +44,9 @@ def masked_std(x: jax.Array, mask: jax.Array | None = None, axis=None) -> jax.Ar
     Returns:
       ``sqrt(masked_mean((x - masked_mean(x))**2))`` with ``axis`` reduced.
     """
+    if mask is not None:
+        chex.assert_equal_shape([x, mask])
+        x = jnp.where(mask > 0, x, 0.0)  # padding must not reach the gradient through (x - mean)²
     mean = masked_mean(x, mask, axis=axis)
     mean = mean if axis is None else jnp.expand_dims(mean, axis)
     return jnp.sqrt(masked_mean(jnp.square(x - mean), mask, axis=axis))
@@ -49,17 +55,20 @@ def masked_std(x: jax.Array, mask: jax.Array | None = None, axis=None) -> jax.Ar
 # ---------------------------------------------------------------------------------------------
 # Loss aggregation for language-model batches: per-token losses ``[B, L]`` with ``mask[B, L]``
 # (1 = real response token). Each returns a scalar. Rows with no real token (padded groups) are
-# ignored, so masking equals slicing them away. They differ in how a sequence's length weights
-# its tokens: token_mean weights every token equally; seq_mean_token_mean weights every
-# sequence equally (so tokens of long answers count less); seq_mean_token_sum and
-# seq_mean_token_sum_norm weight tokens equally with no length-dependent denominator.
+# ignored, so masking equals slicing them away (NaN or inf in padded slots never leak). They
+# differ in how a sequence's length weights its tokens: token_mean weights every token
+# equally; seq_mean_token_mean weights every sequence equally (so tokens of long answers count
+# less); seq_mean_token_sum and seq_mean_token_sum_norm weight tokens equally with no
+# length-dependent denominator.
 # ---------------------------------------------------------------------------------------------
 
 
-def _lm_mask(loss: jax.Array, mask: jax.Array) -> jax.Array:
+def _lm_mask(loss: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(loss with padded entries zeroed, float mask)``: padding cannot leak NaN or inf."""
     chex.assert_rank(loss, 2)
     chex.assert_equal_shape([loss, mask])
-    return mask.astype(loss.dtype)
+    m = mask.astype(loss.dtype)
+    return jnp.where(m > 0, loss, 0.0), m
 
 
 def token_mean(loss: jax.Array, mask: jax.Array) -> jax.Array:
@@ -75,7 +84,7 @@ def token_mean(loss: jax.Array, mask: jax.Array) -> jax.Array:
     Returns:
       Scalar. 0 when the mask is all zero.
     """
-    m = _lm_mask(loss, mask)
+    loss, m = _lm_mask(loss, mask)
     return jnp.sum(loss * m) / jnp.maximum(jnp.sum(m), 1.0)
 
 
@@ -92,7 +101,7 @@ def seq_mean_token_mean(loss: jax.Array, mask: jax.Array) -> jax.Array:
     Returns:
       Scalar.
     """
-    m = _lm_mask(loss, mask)
+    loss, m = _lm_mask(loss, mask)
     n_tok = jnp.sum(m, axis=1)
     per_seq = jnp.sum(loss * m, axis=1) / jnp.maximum(n_tok, 1.0)
     has_tok = (n_tok > 0).astype(loss.dtype)
@@ -112,7 +121,7 @@ def seq_mean_token_sum(loss: jax.Array, mask: jax.Array) -> jax.Array:
     Returns:
       Scalar.
     """
-    m = _lm_mask(loss, mask)
+    loss, m = _lm_mask(loss, mask)
     has_tok = (jnp.sum(m, axis=1) > 0).astype(loss.dtype)
     return jnp.sum(loss * m) / jnp.maximum(jnp.sum(has_tok), 1.0)
 
@@ -132,6 +141,5 @@ def seq_mean_token_sum_norm(loss: jax.Array, mask: jax.Array, *, max_len: float)
     Returns:
       Scalar.
     """
-    if isinstance(max_len, int | float) and not max_len > 0:
-        raise ValueError(f"max_len must be > 0, got {max_len!r}")
+    checks.check_range("max_len", max_len, low=0.0, low_open=True)
     return seq_mean_token_sum(loss, mask) / max_len

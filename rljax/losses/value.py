@@ -11,6 +11,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
+
 
 def l2(x: jax.Array) -> jax.Array:
     """Squared loss ``½ x²`` of a TD error (the MSE of DQN-style regression).
@@ -36,6 +38,7 @@ def huber(x: jax.Array, *, delta: float | jax.Array = 1.0) -> jax.Array:
     Returns:
       ``[...]``.
     """
+    checks.check_range("delta", delta, low=0.0, low_open=True)
     abs_x = jnp.abs(x)
     quad = jnp.minimum(abs_x, delta)
     return 0.5 * jnp.square(quad) + delta * (abs_x - quad)
@@ -137,6 +140,7 @@ def clipped_value_loss(
       Loss per element, ``[...]``.
     """
     chex.assert_equal_shape([v, old_v, target])
+    checks.check_range("clip_eps", clip_eps, low=0.0)
     target = jax.lax.stop_gradient(target)
     old_v = jax.lax.stop_gradient(old_v)
     v_clipped = old_v + jnp.clip(v - old_v, -clip_eps, clip_eps)

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from rljax import envs
+from rljax.io import fingerprint
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population, sharding
 from rljax.train import loop, sweep
@@ -36,6 +37,32 @@ class RunConfig:
     sweep: tuple[tuple[str, str], ...] = ()  # field -> "v1,v2,..." ("" = not swept)
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: default device, no sharding)
     sharding_rules: sharding.Rules = population.SEEDS  # agent-state rules when mesh is set
+
+
+# The only fields of a run that may change when it resumes (the budget, how often it checkpoints,
+# and what it shows); any other change is refused before anything compiles (rljax.io.fingerprint).
+RESUMABLE_FIELDS = ("total_timesteps", "checkpoint_every", "progress")
+
+
+def config_fingerprint(agent: types.ModuleType, agent_config, run: RunConfig) -> dict:
+    """The run's whole config as a flat dict in the config files' names (``"hparams.lr"``, ...).
+
+    ``workdir`` and ``resume`` are where and how it runs, not what; the agent config's
+    ``num_updates`` follows from ``total_timesteps``.
+    """
+    block = agent.__name__.rsplit(".", 1)[-1]
+    flat = {"agent": block}
+    for field in dataclasses.fields(run):
+        if field.name in ("workdir", "resume", "hparams", "sweep"):
+            continue
+        value = getattr(run, field.name)
+        flat[field.name] = repr(value) if field.name in ("mesh", "sharding_rules") else value
+    flat.update({f"hparams.{k}": float(v) for k, v in run.hparams})
+    flat.update({f"sweep.{k}": str(v) for k, v in run.sweep})
+    for field in dataclasses.fields(agent_config):
+        if field.name != "num_updates":
+            flat[f"{block}.{field.name}"] = getattr(agent_config, field.name)
+    return flat
 
 
 def _positive_int(name: str, value) -> None:
@@ -149,17 +176,33 @@ def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
 def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
     """Validates, builds and trains; returns ``(final states, loop.Summary)``.
 
-    The agent config's ``num_updates`` is set from ``total_timesteps``.
+    The agent config's ``num_updates`` is set from ``total_timesteps``. With ``resume``, the
+    config is first checked against the one that made the checkpoints
+    (``rljax.io.fingerprint``; only ``RESUMABLE_FIELDS`` may differ) before anything is built or
+    compiled; a run that already finished returns ``(None, its summary)`` having done nothing.
     """
     points = validate_run(run_config, agent, agent_config)
     total = num_updates(run_config, agent, agent_config)
+    config = config_fingerprint(agent, agent_config, run_config)
+    start = fingerprint.resume_point(
+        run_config.workdir,
+        config,
+        mutable=RESUMABLE_FIELDS,
+        num_updates=total,
+        resume=run_config.resume,
+    )
+    if start == total:  # finished already: nothing to build, compile or run
+        return None, loop.load_summary(run_config.workdir, total)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     env = envs.make(run_config.env_name)
     mesh = None if run_config.mesh is None else mesh_lib.make_mesh(run_config.mesh)
     states, shardings = init_on_mesh(
         agent, agent_config, env, run_config, points, mesh, run_config.sharding_rules
     )
+    # A resumed run's chunks must land on its checkpoint and on the (possibly extended) budget.
     updates = chunk_size(total, run_config.chunk_updates)
+    if start and start % updates:
+        updates = chunk_size(math.gcd(total, start), updates)
     loop_config = loop.LoopConfig(
         workdir=run_config.workdir,
         title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
@@ -171,6 +214,7 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
         grid=tuple(points),
         resume=run_config.resume,
         progress=run_config.progress,
+        fingerprint=config,
     )
     chunk_fn = make_chunk_fn(agent, agent_config, env, updates, shardings)
     return loop.run(loop_config, states, chunk_fn)

@@ -24,6 +24,7 @@ import numpy as np
 
 from rljax import stats
 from rljax.agents import grpo
+from rljax.io import fingerprint
 from rljax.lm import base_model, device_reward, presets, report, rollout, sft
 from rljax.lm.data import completion_length, prompt_length
 from rljax.lm.model import TransformerConfig, num_params
@@ -34,6 +35,12 @@ from rljax.parallel import population
 from rljax.train import loop
 
 SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
+# Fields a resumed run may change: the budget, logging and the final evaluation. Any other
+# change is refused before anything is built (rljax.io.fingerprint).
+RESUMABLE_FIELDS = (
+    "steps", "checkpoint_every", "progress", "final_problems", "final_samples", "resume",
+    "workdir", "cpu_devices",
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,6 +388,16 @@ def run(run_cfg: LMRunConfig):
       (final states, loop Summary, results markdown).
     """
     points = validate(run_cfg)
+    config = dataclasses.asdict(run_cfg)
+    start = fingerprint.resume_point(
+        run_cfg.workdir,
+        config,
+        mutable=RESUMABLE_FIELDS,
+        num_updates=run_cfg.steps,
+        resume=run_cfg.resume,
+    )
+    if start == run_cfg.steps:  # finished already: nothing to build, compile or run
+        return None, loop.load_summary(run_cfg.workdir, run_cfg.steps), ""
     t0 = time.perf_counter()
     agent_cfg, data, hparams, values, test, info = build(run_cfg, points)
     base_s = time.perf_counter() - t0
@@ -409,6 +426,7 @@ def run(run_cfg: LMRunConfig):
         score_name="pass@1",
         x_name="samples",
         rows_per_learner=True,
+        fingerprint=config,
     )
     chunk_fn = make_chunk_fn(agent_cfg, run_cfg.chunk_steps, shardings)
     states, summary = loop.run(loop_cfg, states, chunk_fn, data)

@@ -21,13 +21,20 @@ import numpy as np
 from jax.experimental import multihost_utils
 from tqdm import tqdm
 
-from rljax.io import checkpoints
+from rljax.io import checkpoints, fingerprint
 from rljax.io.metrics import MetricsWriter
 from rljax.train import plots, sweep
 
 
 class NonFiniteLossError(RuntimeError):
-    """A loss became NaN or infinite; the run stopped and kept its last good checkpoint."""
+    """A loss became NaN or infinite; the run stopped (its outputs say up to where)."""
+
+
+# A loss whose mean |value| grows by this factor over its first nonzero chunk is reported as
+# diverging (in the summary's warnings), even if it stays finite.
+DIVERGENCE_FACTOR = 1e4
+# A critic whose RMS error exceeds this multiple of the returns seen is reported as diverging.
+VALUE_ERROR_FACTOR = 100.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +57,7 @@ class LoopConfig:
     score_name: str = "return"  # how rows, plots and the summary name the score
     x_name: str = "env_steps"  # the x axis: env_steps_per_update counts these per update
     rows_per_learner: bool = False  # one row per (update, learner) instead of per grid point
+    fingerprint: dict | None = None  # the run's flat config, saved to workdir/config.json
 
 
 @dataclasses.dataclass
@@ -62,18 +70,23 @@ class Summary:
     compile_s: float
     run_s: float
     interrupted: bool
+    stop_signal: int = 0  # the signal that interrupted the run (0: none)
+    warnings: tuple[str, ...] = ()  # e.g. a loss that diverged without becoming NaN
 
-    def line(self, title: str) -> str:
+    def line(self, title: str, score: str = "return", unit: str = "env steps", digits=1) -> str:
         fr = self.final_return
         per_grid = ", ".join(
-            f"{np.nanmean(r):.1f} (min {np.nanmin(r):.1f})" if np.isfinite(r).any() else "n/a"
+            f"{np.nanmean(r):.{digits}f} (min {np.nanmin(r):.{digits}f})"
+            if np.isfinite(r).any()
+            else "n/a"
             for r in fr
         )
         status = "interrupted" if self.interrupted else "done"
+        warn = "".join(f" | warning: {w}" for w in self.warnings)
         return (
             f"{title}: {status} | {fr.shape[1]} seeds x {fr.shape[0]} grid point(s) | "
-            f"{self.env_steps:,} env steps each | final return {per_grid} | "
-            f"{self.compile_s + self.run_s:.1f} s (compile {self.compile_s:.1f} s)"
+            f"{self.env_steps:,} {unit} each | final {score} {per_grid} | "
+            f"{self.compile_s + self.run_s:.1f} s (compile {self.compile_s:.1f} s){warn}"
         )
 
 
@@ -82,6 +95,7 @@ class _StopFlag:
 
     def __init__(self):
         self.stop = False
+        self.signum = 0
         self._old = {}
 
     def __enter__(self):
@@ -96,6 +110,7 @@ class _StopFlag:
         if self.stop:  # a second Ctrl-C exits at once
             raise KeyboardInterrupt
         self.stop = True
+        self.signum = signum
 
     def __exit__(self, *exc):
         for sig, handler in self._old.items():
@@ -176,9 +191,53 @@ def _check_finite(cfg: LoopConfig, metrics: dict[str, np.ndarray], update: int) 
             bad = np.argwhere(~np.isfinite(value))[0]
             raise NonFiniteLossError(
                 f"{key} became {value[tuple(bad)]} for {learner_name(cfg, bad[0])} within updates "
-                f"{update + 1}..{update + value.shape[1]}; stopped, keeping the last good "
-                "checkpoint"
+                f"{update + 1}..{update + value.shape[1]}"
             )
+
+
+class _DivergenceWatch:
+    """Finds losses that diverge without becoming NaN; each is reported once as a warning.
+
+    Two signs, per agent: a loss whose mean |value| over a chunk grows ``DIVERGENCE_FACTOR``-fold
+    over its first nonzero chunk; and a squared-error critic (``loss/value`` = ½ mean squared
+    error) whose RMS error ``sqrt(2 loss)`` exceeds ``VALUE_ERROR_FACTOR`` times the largest
+    |episode return| the agent has seen (at least 10), which catches a critic that blew up in
+    the very first update (CartPole at lr 1e3: RMS error ~2e4 with returns ~20).
+    """
+
+    def __init__(self):
+        self.base: dict[str, np.ndarray] = {}
+        self.scale: np.ndarray | None = None
+        self.found: dict[str, str] = {}
+
+    def update(self, metrics: dict[str, np.ndarray], update: int) -> None:
+        end = update + next(iter(metrics.values())).shape[1]
+        if "episode/return" in metrics:
+            with np.errstate(all="ignore"), _quiet():
+                seen = np.nanmax(np.abs(metrics["episode/return"]), axis=1)
+            seen = np.nan_to_num(seen, nan=0.0)
+            self.scale = seen if self.scale is None else np.maximum(self.scale, seen)
+        for key, value in metrics.items():
+            if not key.startswith("loss/") or key in self.found:
+                continue
+            size = np.mean(np.abs(value), axis=1)  # [A]
+            base = self.base.setdefault(key, np.zeros_like(size))
+            base[:] = np.where((base == 0) & (size > 0), size, base)
+            grown = (base > 0) & (size > DIVERGENCE_FACTOR * np.maximum(base, 1e-3))
+            if np.any(grown):
+                a = int(np.argmax(np.where(grown, size / np.maximum(base, 1e-3), 0)))
+                self.found[key] = (
+                    f"{key} diverged for agent {a}: mean |value| {base[a]:.3g} -> {size[a]:.3g} "
+                    f"by update {end}"
+                )
+            elif key == "loss/value" and self.scale is not None:
+                rms, limit = np.sqrt(2 * size), VALUE_ERROR_FACTOR * np.maximum(self.scale, 10.0)
+                if np.any(rms > limit):
+                    a = int(np.argmax(rms / limit))
+                    self.found[key] = (
+                        f"{key} diverged for agent {a}: RMS value error {rms[a]:.3g} against "
+                        f"returns of at most {self.scale[a]:.3g} by update {end}"
+                    )
 
 
 def run(
@@ -195,7 +254,8 @@ def run(
       *args: further arguments of every call (e.g. the LM learners' shared task data).
 
     Returns:
-      The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses.
+      The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses,
+      after writing metrics.csv, curves.png and summary.json for the part that ran.
     """
     if cfg.num_updates % cfg.chunk_updates:
         raise ValueError(
@@ -217,10 +277,15 @@ def run(
     window_start = cfg.num_updates - max(1, math.ceil(cfg.final_window * cfg.num_updates))
     win_sum, win_count = np.zeros(num_agents), np.zeros(num_agents)
     start = 0
-    latest = ckpt.latest_step() if cfg.resume else None
-    if latest is not None:
-        states, meta = ckpt.restore(latest, states)
-        start = latest
+    restored = ckpt.restore_newest_readable(states) if cfg.resume else None
+    if restored is not None:
+        start, states, meta = restored
+        if start > cfg.num_updates or (cfg.num_updates - start) % cfg.chunk_updates:
+            ckpt.close()
+            raise ValueError(
+                f"cannot resume from update {start} with {cfg.num_updates} updates in chunks of "
+                f"{cfg.chunk_updates}; allowed: a budget >= {start} that the chunks reach exactly"
+            )
         carried = np.asarray(meta["carried"], np.float64)
         win_sum, win_count = np.asarray(meta["win_sum"]), np.asarray(meta["win_count"])
         if primary:
@@ -228,12 +293,16 @@ def run(
         print(f"[rljax] resumed from update {start} in {ckpt_dir}")
     elif primary:
         writer.reset()
+    if primary and cfg.fingerprint is not None:
+        fingerprint.save(cfg.workdir, cfg.fingerprint)
 
     def meta():
         return {
             "carried": [None if not np.isfinite(c) else float(c) for c in carried],
             "win_sum": win_sum.tolist(),
             "win_count": win_count.tolist(),
+            # every checkpoint records the config that made it (also in workdir/config.json)
+            "config": None if cfg.fingerprint is None else fingerprint.to_json(cfg.fingerprint),
         }
 
     t0 = time.perf_counter()
@@ -244,13 +313,17 @@ def run(
         total=cfg.num_updates, initial=start, unit="upd", disable=not cfg.progress, smoothing=0.1
     )
     t0 = time.perf_counter()
-    chunks_done = 0
+    chunks_done, nonfinite, watch, stop_signal = 0, None, _DivergenceWatch(), 0
     try:
         with _StopFlag() as flag:
             while update < cfg.num_updates:
                 states, metrics = compiled(states, *args)
                 metrics = jax.device_get(metrics)
-                _check_finite(cfg, metrics, update)
+                try:
+                    _check_finite(cfg, metrics, update)
+                    watch.update(metrics, update)
+                except NonFiniteLossError as e:
+                    nonfinite = e  # the chunk's rows are still written: they show the blow-up
                 ret = metrics[cfg.score_key]
                 cnt = metrics[cfg.count_key] if cfg.count_key else np.isfinite(ret).astype(np.int32)
                 in_window = (np.arange(update, update + cfg.chunk_updates) >= window_start)[None]
@@ -271,12 +344,15 @@ def run(
                         }
                     )
                 bar.update(cfg.chunk_updates)
+                if nonfinite is not None:
+                    break
                 if flag.stop:
-                    interrupted = True
+                    interrupted, stop_signal = True, flag.signum
                     break
                 if chunks_done % cfg.checkpoint_every == 0 and update < cfg.num_updates:
                     ckpt.save(update, states, meta())
-        ckpt.save(update, states, meta(), force=True)
+        if nonfinite is None and update > start:  # never checkpoint a NaN state or a step twice
+            ckpt.save(update, states, meta(), force=True)
     finally:
         bar.close()
         ckpt.close()
@@ -293,7 +369,11 @@ def run(
         compile_s=compile_s,
         run_s=run_s,
         interrupted=interrupted,
+        stop_signal=stop_signal,
+        warnings=tuple(watch.found.values()),
     )
+    last_checkpoint = checkpoints.latest_step(ckpt_dir)
+    status = "nonfinite" if nonfinite else "interrupted" if interrupted else "done"
     if primary:
         with open(os.path.join(cfg.workdir, "summary.json"), "w") as f:
             json.dump(
@@ -309,11 +389,49 @@ def run(
                     "compile_s": compile_s,
                     "run_s": run_s,
                     "interrupted": interrupted,
+                    "status": status,
+                    "stop_signal": stop_signal,
+                    "warnings": list(summary.warnings),
+                    "error": None if nonfinite is None else str(nonfinite),
+                    "last_checkpoint": last_checkpoint,
                 },
                 f,
                 indent=1,
             )
+    if nonfinite is not None:
+        kept = (
+            f"the last good checkpoint is update {last_checkpoint} in {ckpt_dir}"
+            if last_checkpoint is not None
+            else "no checkpoint was written before it"
+        )
+        raise NonFiniteLossError(
+            f"{nonfinite}; stopped at update {update}: {kept}; metrics.csv, curves.png and "
+            f"summary.json in {cfg.workdir} cover the updates that ran"
+        )
     return states, summary
+
+
+def load_summary(workdir: str, num_updates: int) -> Summary:
+    """The ``Summary`` of a finished run from its ``summary.json`` (NaN returns if it is gone)."""
+    try:
+        with open(os.path.join(workdir, "summary.json")) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = {}
+    final = np.asarray(
+        [[np.nan if v is None else v for v in g] for g in data.get("final_return", [[None]])],
+        np.float64,
+    )
+    per_update = data.get("env_steps_per_agent", 0) // max(data.get("updates", 1), 1)
+    return Summary(
+        final_return=final,
+        updates_done=num_updates,
+        env_steps=num_updates * per_update,
+        compile_s=0.0,
+        run_s=0.0,
+        interrupted=False,
+        warnings=tuple(data.get("warnings", ())),
+    )
 
 
 def _plot(cfg: LoopConfig, rows: list[dict]) -> None:

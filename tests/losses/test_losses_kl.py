@@ -106,7 +106,8 @@ def test_kl_in_reward_and_loss_by_hand():
     kl_t = jnp.array([[0.1, 0.2, 0.3], [0.5, 0.0, 7.0], [1.0, 1.0, 1.0]])
     mask = jnp.array([[1, 1, 1], [1, 0, 0], [0, 0, 0]], jnp.float32)
     got = kl.kl_in_reward(reward, kl_t, mask, beta=0.5)
-    want = [[-0.05, -0.1, 1.0 - 0.15], [2.0 - 0.25, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    # The empty third row keeps its reward R = 5 (on position 0): every row sums to R - β Σ kl.
+    want = [[-0.05, -0.1, 1.0 - 0.15], [2.0 - 0.25, 0.0, 0.0], [5.0, 0.0, 0.0]]
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose(
         kl.kl_in_loss(jnp.ones(2), jnp.array([0.2, 0.4]), beta=0.5), [1.1, 1.2]

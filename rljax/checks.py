@@ -1,0 +1,94 @@
+"""Boundary checks of hyperparameters that are concrete numbers (never of traced values).
+
+Losses, returns and DP solvers take hyperparameters either as Python/NumPy numbers or as JAX
+arrays (PPO sweeps pass them as vmapped array leaves, so inside the step they are tracers).
+These helpers check only what is known on the host: a Python or NumPy number (or array) is
+checked and rejected with a one-line ``ValueError`` naming the argument, the value and the
+allowed range; a JAX array or tracer passes through untouched, so tracing, ``vmap`` and ``jit``
+are never broken and nothing is synchronized with a device.
+"""
+
+import math
+
+import jax
+import numpy as np
+
+
+def concrete(value) -> np.ndarray | None:
+    """``value`` as a float NumPy array if it is a Python/NumPy number or array, else ``None``."""
+    if isinstance(value, bool | int | float | np.number | np.ndarray):
+        try:
+            return np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _show(value) -> str:
+    return repr(value.item()) if isinstance(value, np.ndarray) and value.size == 1 else repr(value)
+
+
+def check_range(
+    name: str,
+    value,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> None:
+    """Raises ``ValueError`` unless every element of a concrete ``value`` lies in the interval.
+
+    NaN and ±inf are always rejected. ``low_open`` / ``high_open`` exclude the end points. Traced or
+    JAX-array values are not checked.
+
+    Example: ``check_range("lambda_", 1.5, low=0, high=1)`` raises
+    ``ValueError: lambda_=1.5 is invalid; allowed: a number in [0, 1]``.
+    """
+    x = concrete(value)
+    if x is None:
+        return
+    ok = np.isfinite(x)
+    if low is not None:
+        ok &= (x > low) if low_open else (x >= low)
+    if high is not None:
+        ok &= (x < high) if high_open else (x <= high)
+    if np.all(ok):
+        return
+    lo = "-inf" if low is None else f"{low:g}"
+    hi = "inf" if high is None else f"{high:g}"
+    left = "(" if low_open or low is None else "["
+    right = ")" if high_open or high is None else "]"
+    interval = f"{left}{lo}, {hi}{right}"
+    raise ValueError(f"{name}={_show(value)} is invalid; allowed: a finite number in {interval}")
+
+
+def check_increasing(name: str, support) -> None:
+    """Raises ``ValueError`` if a concrete 1-D ``support`` is not strictly increasing or not finite.
+
+    Checks Python/NumPy arrays and JAX arrays that are not tracers (a support is small, so the
+    transfer is cheap); tracers pass through.
+    """
+    if isinstance(support, jax.core.Tracer):
+        return
+    try:
+        x = np.asarray(support, dtype=np.float64)
+    except (TypeError, ValueError, jax.errors.ConcretizationTypeError):
+        return
+    if x.ndim != 1:
+        return  # the caller's rank check reports this
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} has a non-finite atom ({x.tolist()}); allowed: finite atoms")
+    steps = np.flatnonzero(np.diff(x) <= 0)
+    if steps.size:
+        i = int(steps[0])
+        raise ValueError(
+            f"{name} is not strictly increasing (atoms {i} and {i + 1}: {x[i]:g}, {x[i + 1]:g}); "
+            "allowed: strictly increasing atoms"
+        )
+
+
+def is_finite_number(value) -> bool:
+    """True for a finite Python/NumPy scalar (used by config validation)."""
+    x = concrete(value)
+    return x is not None and x.size == 1 and math.isfinite(float(x))
