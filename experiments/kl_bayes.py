@@ -118,12 +118,29 @@ def seq_metrics(seq_lp, target_lp, reward):
     }
 
 
-def loss_fn(logits, key, method, prior_logits, seqs, prefix_idx, reward, beta, batch):
-    """Sampled surrogate loss of one method; its gradient is the method's update direction."""
-    lp_all = token_logps(logits, seqs, prefix_idx)
-    ref_all = token_logps(prior_logits, seqs, prefix_idx)
-    idx = jax.random.categorical(key, jax.lax.stop_gradient(lp_all.sum(-1)), shape=(batch,))
-    lp_t, ref_t, r = lp_all[idx], ref_all[idx], reward[idx]  # [N, L], [N, L], [N]
+def sample_batch(key, logits, vocab: int, length: int, batch: int):
+    """Ancestral samples from the tabular policy, as indices into the enumerated sequences [N].
+
+    The prefix of length t has index ``Σ_{k<t} V^k + code`` (``code``: its base-V value), and a
+    whole sequence's index is its base-V value (``make_space``'s order).
+    """
+    code, offset = jnp.zeros(batch, jnp.int32), 0
+    for t, k in enumerate(jax.random.split(key, length)):
+        token = jax.random.categorical(k, logits[offset + code])
+        code, offset = code * vocab + token, offset + vocab**t
+    return code
+
+
+def loss_fn(logits, key, method, prior_logits, seqs, prefix_idx, reward, beta, batch, t_lp):
+    """Sampled surrogate loss of one method; its gradient is the method's update direction.
+
+    ``t_lp`` [S] is log π* (used by distribution matching only, whose weights π*/π are exact).
+    """
+    vocab, length = logits.shape[-1], seqs.shape[1]
+    idx = sample_batch(key, jax.lax.stop_gradient(logits), vocab, length, batch)
+    lp_t = token_logps(logits, seqs[idx], prefix_idx[idx])  # [N, L]
+    ref_t = token_logps(prior_logits, seqs[idx], prefix_idx[idx])
+    r = reward[idx]
     seq_lp, seq_ref = lp_t.sum(-1), ref_t.sum(-1)
     sg = jax.lax.stop_gradient
 
@@ -144,8 +161,7 @@ def loss_fn(logits, key, method, prior_logits, seqs, prefix_idx, reward, beta, b
     elif method == "k3_in_loss_token":
         per_seq = pg(r) + beta * jnp.sum(kl.k3(lp_t, ref_t), axis=-1)
     elif method == "forward_kl_dm":
-        t_lp = target_logp(ref_all.sum(-1), reward, beta)[idx]
-        weight = jnp.exp(t_lp - sg(seq_lp))  # π*(x)/π(x), exact here (Z is known)
+        weight = jnp.exp(t_lp[idx] - sg(seq_lp))  # π*(x)/π(x), exact here (Z is known)
         per_seq = policy_gradient.reinforce(seq_lp, weight)
     else:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -165,7 +181,7 @@ def make_train(method, seqs, prefix_idx, reward, args, beta):
         def step(carry, key):
             logits, opt_state = carry
             grads = jax.grad(loss_fn)(
-                logits, key, method, prior_logits, seqs, prefix_idx, reward, beta, args.batch
+                logits, key, method, prior_logits, seqs, prefix_idx, reward, beta, args.batch, t_lp
             )
             updates, opt_state = opt.update(grads, opt_state)
             return (optax.apply_updates(logits, updates), opt_state), None
