@@ -40,7 +40,8 @@ single-batch gradient, tr Cov(ĝ) / ‖E ĝ‖² (noise-to-signal), per group si
 sampling. Over 10 seeds (each a fresh random reference and policy), with 95% bootstrap intervals
 (rljax.stats).
 
-Measured (2-core CPU, load ~3): default 4.5 min; --quick 25 s.
+Measured on the shared 2-core CPU under a load average of ~13 (other jobs running): default
+5 min 15 s wall, 133 s of CPU; --quick 39 s wall, 16 s of CPU.
 Writes results.md, results.json, audit_cosine.png and audit_variance.png into --workdir.
 """
 
