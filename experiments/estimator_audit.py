@@ -42,7 +42,8 @@ sampling. Over 10 seeds (each a fresh random reference and policy), with 95% boo
 
 Measured on the shared 2-core CPU under a load average of ~13 (other jobs running): default
 5 min 15 s wall, 133 s of CPU; --quick 39 s wall, 16 s of CPU.
-Writes results.md, results.json, audit_cosine.png and audit_variance.png into --workdir.
+Writes results.md, results.json, audit.png (cosine heat map, variance) and audit_variance.png
+(rljax.stats bands) into --workdir.
 """
 
 from rljax import xla_flags
@@ -735,9 +736,9 @@ def plot(args, table, variance):
     axes[0].set_yticks(range(len(KL_PLACES)), KL_PLACES)
     axes[0].set_xticks(
         range(len(AGGS) * len(NORMS)),
-        [f"{a[:10]}/{n}" for a in AGGS for n in NORMS],
+        [f"{short}/{n}" for short in ("tok", "seq-tok", "dr", "sum") for n in NORMS],
         rotation=70,
-        fontsize=7,
+        fontsize=8,
     )
     axes[0].set_title(f"cosine(E[-∇L], ∇J), G={g_max}, mean of {args.seeds} seeds")
     fig.colorbar(im, ax=axes[0])
@@ -749,11 +750,22 @@ def plot(args, table, variance):
         axes[1].fill_between(args.groups, lo, hi, color=line.get_color(), alpha=0.2)
     axes[1].set_xlabel("group size G")
     axes[1].set_ylabel("tr Cov(ĝ) / ‖E ĝ‖²")
-    axes[1].set_title("single-batch gradient variance (95% CI over seeds)")
+    axes[1].set_title("noise-to-signal of one group's gradient (95% CI over seeds)")
     axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(args.workdir, "audit.png"), dpi=110)
     plt.close(fig)
+    stats.plot_bands(
+        np.log2(args.groups),
+        {
+            arm.replace("|", ", "): np.log10(np.array([d[str(g)]["values"] for g in args.groups]).T)
+            for arm, d in variance.items()
+        },
+        os.path.join(args.workdir, "audit_variance.png"),
+        title="noise-to-signal of one group's gradient (95% CI over seeds)",
+        xlabel="log2 group size G",
+        ylabel="log10 tr Cov(ĝ) / ‖E ĝ‖²",
+    )
 
 
 if __name__ == "__main__":
