@@ -97,3 +97,16 @@ def test_write_results_and_plot(tmp_path):
         ylabel="y",
     )
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_summarize_num_resamples():
+    x = np.random.default_rng(0).normal(size=12)
+    few = stats.summarize(x, num_resamples=200)
+    full = stats.summarize(x)
+    assert few["mean"] == full["mean"] and few["values"] == full["values"]
+    # both intervals contain the mean and roughly agree (same data, fewer resamples)
+    for s in (few, full):
+        assert s["mean_ci"][0] < s["mean"] < s["mean_ci"][1]
+    np.testing.assert_allclose(few["mean_ci"], full["mean_ci"], atol=0.2)
+    with pytest.raises(ValueError, match="num_resamples"):
+        stats.summarize(x, num_resamples=10)
