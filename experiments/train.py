@@ -81,21 +81,7 @@ def parse(argv: list[str]):
       cli.ConfigError / ValueError: one line naming the flag or field, the value and what is
         allowed.
     """
-    problem = cli.config_override_problem(argv)
-    if problem is not None:
-        raise cli.ConfigError(problem)
-    if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
-        raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
-    fv = make_flags(argv)
-    try:
-        fv(argv)
-    except flags.UnrecognizedFlagError as e:
-        valid = "--config, --config.<field>=<value>, --workdir, --cpu_devices, --debug"
-        raise cli.ConfigError(f"unknown flag --{e.flagname}; valid: {valid}") from None
-    except flags.Error as e:
-        raise cli.ConfigError(cli.one_line(e)) from None
-    if fv["config"].value is None:
-        raise cli.ConfigError("--config is required, e.g. --config=configs/ppo.py:CartPole-v1")
+    fv = cli.parse_config_flags(argv, make_flags, "--config=configs/ppo.py:CartPole-v1")
     try:
         return to_dataclasses(fv["config"].value, fv["workdir"].value, fv["cpu_devices"].value)
     except ValueError as e:  # validation: bad input, found before anything ran

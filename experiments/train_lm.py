@@ -51,19 +51,7 @@ def make_flags(argv: list[str]) -> flags.FlagValues:
 
 def parse(argv: list[str]) -> lm_experiment.LMRunConfig:
     """Parses and validates a command line; nothing is built, trained or compiled."""
-    problem = cli.config_override_problem(argv)
-    if problem is not None:
-        raise cli.ConfigError(problem)
-    if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
-        raise cli.ConfigError("--config is required, e.g. --config=configs/grpo.py:arithmetic")
-    fv = make_flags(argv)
-    try:
-        fv(argv)
-    except flags.UnrecognizedFlagError as e:
-        valid = ", ".join(f"--{name}" for name in ("config", "workdir", "cpu_devices", "debug"))
-        raise cli.ConfigError(f"unknown flag --{e.flagname}; valid: {valid}") from None
-    except flags.Error as e:
-        raise cli.ConfigError(cli.one_line(e)) from None
+    fv = cli.parse_config_flags(argv, make_flags, "--config=configs/grpo.py:arithmetic")
     try:
         run_cfg = lm_experiment.from_config(
             fv["config"].value, fv["workdir"].value, fv["cpu_devices"].value

@@ -244,6 +244,39 @@ def check_devices(name: str, requested: int, available: int, what: str = "device
     return requested
 
 
+def parse_config_flags(argv: list[str], make_flags: Callable, example: str):
+    """Parses an ml_collections entry point's command line; every error is one ``ConfigError``.
+
+    Args:
+      argv: the command line (``argv[0]`` is the script).
+      make_flags: ``argv -> absl FlagValues`` defining ``--config`` (a config file) and the rest.
+      example: a valid ``--config=...`` for the message when it is missing.
+
+    Returns:
+      The parsed FlagValues, with ``--config`` set.
+    """
+    from absl import flags  # absl only: this module still imports nothing from jax
+
+    problem = config_override_problem(argv)
+    if problem is not None:
+        raise ConfigError(problem)
+    if not any(a.startswith("--config=") or a == "--config" for a in argv[1:]):
+        raise ConfigError(f"--config is required, e.g. {example}")
+    fv = make_flags(argv)
+    try:
+        fv(argv)
+    except flags.UnrecognizedFlagError as e:
+        valid = ", ".join(
+            ["--config, --config.<field>=<value>", *(f"--{n}" for n in fv if n != "config")]
+        )
+        raise ConfigError(f"unknown flag --{e.flagname}; valid: {valid}") from None
+    except flags.Error as e:
+        raise ConfigError(one_line(e)) from None
+    if fv["config"].value is None:
+        raise ConfigError(f"--config is required, e.g. {example}")
+    return fv
+
+
 def config_override_problem(argv: list[str], flag: str = "--config") -> str | None:
     """One line about a bad ``--config=file.py:arg`` or an override it does not define, or ``None``.
 

@@ -46,3 +46,26 @@ def run_notebook(monkeypatch):
         )
 
     return run
+
+
+@pytest.fixture(scope="module")
+def load_entry():
+    """Imports an entry-point script (``experiments/x.py``) as a module, from the repository root
+    (config paths are relative to it, as in the README), so tests can call its ``parse``."""
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def load(relative_path: str):
+        name = "entry_" + os.path.basename(relative_path).removesuffix(".py")
+        spec = importlib.util.spec_from_file_location(name, os.path.join(root, relative_path))
+        module = importlib.util.module_from_spec(spec)
+        cwd = os.getcwd()
+        os.chdir(root)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            os.chdir(cwd)
+        return module
+
+    return load

@@ -6,7 +6,6 @@ reaches the user. ``experiments/train_lm.py`` cases can join this pattern: see
 ``_parse_error``.
 """
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -22,14 +21,11 @@ SQIRL = "--config=configs/sqirl.py:CartPole-v1"
 
 
 @pytest.fixture(scope="module")
-def train():
-    spec = importlib.util.spec_from_file_location("train_entry", f"{ROOT}/experiments/train.py")
-    module = importlib.util.module_from_spec(spec)
+def train(load_entry):
     cwd = os.getcwd()
     os.chdir(ROOT)  # config paths are relative to the repository, as in the README
     try:
-        spec.loader.exec_module(module)
-        yield module
+        yield load_entry("experiments/train.py")
     finally:
         os.chdir(cwd)
 

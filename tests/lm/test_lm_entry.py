@@ -1,7 +1,6 @@
 """Bad input to experiments/train_lm.py: one line naming the flag/field and what is allowed,
 found by the script's own ``parse`` before any data is built or anything compiles."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -15,16 +14,11 @@ LM = "--config=configs/grpo.py:arithmetic,tiny"
 
 
 @pytest.fixture(scope="module")
-def train_lm():
-    spec = importlib.util.spec_from_file_location(
-        "train_lm_entry", f"{ROOT}/experiments/train_lm.py"
-    )
-    module = importlib.util.module_from_spec(spec)
+def train_lm(load_entry):
     cwd = os.getcwd()
     os.chdir(ROOT)  # config paths are relative to the repository, as in the README
     try:
-        spec.loader.exec_module(module)
-        yield module
+        yield load_entry("experiments/train_lm.py")
     finally:
         os.chdir(cwd)
 
