@@ -148,6 +148,10 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
 def main(argv: list[str]) -> int:
     """Parses, validates, trains; returns the exit code (0 done, 128 + signal if stopped)."""
     cli.quiet_logs()  # orbax logs every save at INFO
+    if any(a in ("-h", "--help", "--helpfull") for a in argv[1:]):
+        print(__doc__)
+        print(make_flags([argv[0]]).get_help())
+        return 0
     module, agent_config, run_config = parse(argv)
     try:
         _, summary = experiment.run(module, agent_config, run_config)
