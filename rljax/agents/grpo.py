@@ -176,6 +176,20 @@ def act(config: Config, params, prompt_tokens, prompt_mask, key):
     )
 
 
+def _sample_and_score(config: Config, params, table: device_reward.ProblemTable, rows, key):
+    """One completion per row of `table[rows]`, its reward and correctness (on device)."""
+    out = act(config, params, table.prompt_tokens[rows], table.prompt_mask[rows], key)
+    reward, correct = device_reward.score(
+        config.reward_kind,
+        out.tokens,
+        table,
+        rows,
+        format_weight=config.format_weight,
+        host=config.host_scorer,
+    )
+    return out, reward, correct
+
+
 def _choice(hp: Hparams) -> objective.Choice:
     return objective.Choice(**{f: getattr(hp, f) for f in objective.Choice._fields})
 
@@ -204,15 +218,7 @@ def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_samp
     )(jnp.arange(drawn))
     rows = jnp.repeat(problem, G)
     prompt_tokens, prompt_mask = data.train.prompt_tokens[rows], data.train.prompt_mask[rows]
-    out = act(config, state.params, prompt_tokens, prompt_mask, key_sample)
-    reward, correct = device_reward.score(
-        config.reward_kind,
-        out.tokens,
-        data.train,
-        rows,
-        format_weight=config.format_weight,
-        host=config.host_scorer,
-    )
+    out, reward, correct = _sample_and_score(config, state.params, data.train, rows, key_sample)
     rewards = reward.reshape(drawn, G)
     varies = jnp.std(rewards, axis=1) > 0
     dynamic = state.hparams.dynamic_sampling == 1
@@ -394,15 +400,7 @@ def evaluate(config: Config, data: TaskData, params, step: jax.Array) -> jax.Arr
     """Quick held-out pass@1: one sample per evaluation problem, with the evaluation key."""
     key = jax.random.fold_in(jax.random.PRNGKey(config.eval_seed), step)
     rows = jnp.arange(data.eval.level.shape[0])
-    out = act(config, params, data.eval.prompt_tokens, data.eval.prompt_mask, key)
-    _, correct = device_reward.score(
-        config.reward_kind,
-        out.tokens,
-        data.eval,
-        rows,
-        format_weight=config.format_weight,
-        host=config.host_scorer,
-    )
+    _, _, correct = _sample_and_score(config, params, data.eval, rows, key)
     return jnp.mean(correct.astype(jnp.float32))
 
 
