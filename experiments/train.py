@@ -24,14 +24,13 @@ except ValueError as e:
     sys.exit(f"error: {e}")
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
-import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
 import os  # noqa: E402
 
 from absl import app, flags, logging  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.agents import dqn, ppo, sqirl  # noqa: E402
+from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
@@ -51,13 +50,7 @@ def to_dataclasses(config):
     if config.agent not in AGENTS:
         raise ValueError(f"agent={config.agent!r} is unknown; valid: {', '.join(AGENTS)}")
     module, block = AGENTS[config.agent]
-    fields = {f.name for f in dataclasses.fields(module.Config)}
-    values = dict(config[block])
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ValueError(f"{block}.{unknown[0]} is not a field of {module.__name__}.Config")
-    agent_config = module.Config(**values)
+    agent_config = learner.config_from_dict(module.Config, block, config[block].to_dict())
     workdir = _WORKDIR.value or os.path.join("runs", f"{config.agent}_{config.env_name}")
     run_config = experiment.RunConfig(
         env_name=config.env_name,
