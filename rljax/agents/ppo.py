@@ -21,7 +21,7 @@ from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
 from rljax.losses import policy_gradient, reduce, value
-from rljax.nets import ACTIVATIONS, MLP, ActorCritic, distributions
+from rljax.nets import ACTIVATIONS, ActorCritic, critic_value, distributions
 from rljax.types import Transition
 
 
@@ -114,12 +114,6 @@ def network(config: Config, env: gymnax_env.Env) -> ActorCritic:
     return ActorCritic(env.num_actions, env.discrete, config.hidden, config.activation)
 
 
-def critic(config: Config, params, obs: jax.Array) -> jax.Array:
-    """The value head alone, ``V(obs)`` ``[B]``: half the cost of the whole network."""
-    mlp = MLP(config.hidden, 1, config.activation, out_scale=1.0)
-    return mlp.apply({"params": params["params"]["MLP_1"]}, obs.reshape(obs.shape[0], -1))[..., 0]
-
-
 def optimizer(config: Config) -> optax.GradientTransformation:
     """Adam's scaling; the global-norm clip and the (swept, annealed) step size come later."""
     return optax.scale_by_adam(eps=1e-5)
@@ -202,7 +196,7 @@ def _advantages(config, env, params, traj: Transition, hparams: Hparams):
     """GAE advantages and λ-return targets ``[T, B]``; bootstraps from the true next obs."""
     t, b = traj.reward.shape
     next_obs = traj.next_obs.reshape(t * b, *traj.next_obs.shape[2:])
-    v_tp1 = critic(config, params, next_obs)
+    v_tp1 = critic_value(params, next_obs, config.hidden, config.activation)
     discount_t = hparams.gamma * (1.0 - traj.terminated.astype(jnp.float32))
     done_t = jnp.logical_or(traj.terminated, traj.truncated).astype(jnp.float32)
     adv = returns.gae(
