@@ -14,13 +14,17 @@ from rljax.train import overrides
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
     # 8 seeds x 500k steps; every seed ends at 500 (see README results table). One epoch of
-    # larger steps: PPO's cost here is the SGD epochs, not the environment.
+    # larger steps: PPO's cost here is the SGD epochs, not the environment. 488 updates in 8
+    # chunks of 61 (the default total/16 would give 61 chunks of 8: 61 host round trips and 15
+    # periodic checkpoints, seconds of a 15-second job); one periodic checkpoint halfway.
     "CartPole-v1": {
         "ppo.num_envs": 8,
         "ppo.num_steps": 128,
         "ppo.num_epochs": 1,
         "ppo.num_minibatches": 8,
         "hparams.lr": 1e-3,
+        "chunk_updates": 61,
+        "checkpoint_every": 4,
     },
     # 8 seeds x 500k steps; passes -100 at ~200k and plateaus near -85.
     "Acrobot-v1": {"total_timesteps": 500_000, "ppo.num_envs": 16, "ppo.num_steps": 64},

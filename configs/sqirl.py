@@ -69,6 +69,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.sqirl.num_bins = 51  # bins of the classification heads
     c.sqirl.v_min = 0.0  # support of the classification heads
     c.sqirl.v_max = 100.0
+    c.sqirl.huber_delta = 1.0  # Huber threshold (head huber)
     c.sqirl.hidden = (128, 128)  # MLP widths per level
     c.sqirl.activation = "relu"  # tanh | relu | gelu
     c.sqirl.eval_envs = 8  # greedy-evaluation environments

@@ -37,7 +37,7 @@ from configs import dqn as dqn_configs  # noqa: E402
 from configs import ppo as ppo_configs  # noqa: E402
 from configs import sqirl as sqirl_configs  # noqa: E402
 from rljax import envs  # noqa: E402
-from rljax.agents import dqn, ppo, sqirl  # noqa: E402
+from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
 from rljax.train import experiment  # noqa: E402
 
 THRESHOLDS = {"CartPole-v1": 400.0, "Acrobot-v1": -120.0, "MountainCar-v0": -160.0}
@@ -55,8 +55,7 @@ def train(arm: str, env_name: str, seeds: int, steps: int, seed: int):
     """Trains ``seeds`` agents of ``arm`` in one program; returns returns/counts ``[S, U]``."""
     module, config_file, block, overrides = ARMS[arm]
     c = config_file.get_config(env_name)
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in c[block].items()}
-    config = module.Config(**{**fields, **overrides})
+    config = learner.config_from_dict(module.Config, block, {**c[block].to_dict(), **overrides})
     updates = steps // module.env_steps_per_update(config)
     config = dataclasses.replace(config, num_updates=updates)
     hparams = {k: float(v) for k, v in c.hparams.items()}

@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from configs import dqn as dqn_configs  # noqa: E402
 from rljax import envs  # noqa: E402
-from rljax.agents import dqn  # noqa: E402
+from rljax.agents import dqn, learner  # noqa: E402
 from rljax.train import experiment  # noqa: E402
 
 # arm name -> (dqn.Config overrides, list of hparam overrides: one grid point each)
@@ -47,11 +47,10 @@ ARMS = {
 }
 
 
-def base_config(env_name: str) -> tuple[dqn.Config, dict[str, float]]:
-    """The DQN config and hyperparameters of configs/dqn.py for ``env_name``."""
+def base_config(env_name: str) -> tuple[dict, dict[str, float]]:
+    """The ``dqn`` block (a dict) and hyperparameters of configs/dqn.py for ``env_name``."""
     c = dqn_configs.get_config(env_name)
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in c.dqn.items()}
-    return dqn.Config(**fields), {k: float(v) for k, v in c.hparams.items()}
+    return c.dqn.to_dict(), {k: float(v) for k, v in c.hparams.items()}
 
 
 def train(config, hparams: list[dict], env_name: str, seeds: int, steps: int, seed: int):
@@ -115,13 +114,15 @@ def main():
         steps = args.steps or (500_000 if args.full else 100_000)
         # Short runs: ε reaches its floor by mid-run and the buffer holds at most half the run.
         hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
-        rows_cap = max(config.n_step + 1, min(config.buffer_size, steps // 2) // config.num_envs)
-        config = dataclasses.replace(config, buffer_size=rows_cap * config.num_envs)
+        rows_cap = max(
+            config["n_step"] + 1, min(config["buffer_size"], steps // 2) // config["num_envs"]
+        )
+        config = {**config, "buffer_size": rows_cap * config["num_envs"]}
         for width in widths:
             for noise in noises:
                 for arm in args.arms.split(","):
                     overrides, points = ARMS[arm]
-                    cfg = dataclasses.replace(config, **overrides)
+                    cfg = learner.config_from_dict(dqn.Config, "dqn", {**config, **overrides})
                     if width is not None:
                         cfg = dataclasses.replace(cfg, hidden=(width, width))
                     grid = [{**hp, **p, **({} if noise is None else {"reward_noise": noise})}

@@ -28,13 +28,12 @@ except ValueError as e:
     cli.fail(e)
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
 
-import dataclasses  # noqa: E402
 import os  # noqa: E402
 
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.agents import dqn, ppo, sqirl  # noqa: E402
+from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
@@ -105,11 +104,7 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
     for name, value in config.hparams.items():
         cli.check_number(f"hparams.{name}", value)
     module, block = AGENTS[config.agent]
-    fields = {f.name for f in dataclasses.fields(module.Config)}
-    values = dict(config[block])
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    cli.check_keys(block, values, sorted(fields - {"num_updates"}))
-    agent_config = module.Config(**values)
+    agent_config = learner.config_from_dict(module.Config, block, config[block].to_dict())
     workdir = workdir or os.path.join("runs", f"{config.agent}_{config.env_name}")
     cli.check_workdir("--workdir", workdir)
     run_config = experiment.RunConfig(

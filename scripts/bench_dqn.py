@@ -1,6 +1,7 @@
 """Benchmarks CartPole DQN: compile time, run time and env-steps/s at 1 and 8 seeds.
 
     PYTHONPATH=$PWD python scripts/bench_dqn.py [--seeds=1,8] [--layout=auto,default]
+    PYTHONPATH=$PWD python scripts/bench_dqn.py --reference_dir=/tmp/purejaxrl [--repeats=2]
 
 The setup is the classic single-file JAX DQN (purejaxrl's port of CleanRL's dqn_jax): 500k env
 steps, 10 envs, 10k-transition buffer, batch 128, learning starts at 10k steps, one gradient step
@@ -16,9 +17,25 @@ jax starts:
   seeds sharded across them (1 seed: one device on one thread);
 * ``default``: what a plain jax script gets, one CPU device with XLA's default thread pool
   (the setting of the reference implementation).
+
+Reference side by side (never vendored in this repository): with ``--reference_dir`` pointing
+at a purejaxrl checkout, each round also runs its ``dqn.py`` (``make_train``, jitted and vmapped
+over seeds, as its ``main`` does) in a fresh process of ``--reference_python`` with XLA's
+defaults, alternating with the rljax layouts, ``--repeats`` rounds, and prints the best times
+and the ratios reference / rljax (> 1: rljax is faster). The reference's final return is the
+mean over the last 5% of updates of its per-update mean of the last finished episode's return.
+Set-up used for the docs:
+
+    git clone https://github.com/luchris429/purejaxrl /tmp/purejaxrl   # outside this repo
+    pip install --no-deps --target /tmp/refpkgs flashbax==0.1.3          # its replay buffer
+    # gymnax 1.x: in purejaxrl/dqn.py unpack env.step's six values (obs, state, reward,
+    # terminated, truncated, info) with done = terminated | truncated, and jax.tree_map ->
+    # jax.tree.map; `wandb` is imported but unused (an empty module on the path will do).
+    python scripts/bench_dqn.py --reference_dir=/tmp/purejaxrl --reference_pythonpath=/tmp/refpkgs
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +44,30 @@ import time
 LAYOUTS = ("auto", "default")
 HPARAMS = {"lr": 2.5e-4, "gamma": 0.99, "eps_start": 1.0, "eps_end": 0.05,
            "eps_decay_steps": 250_000, "hl_sigma": 0.75, "reward_noise": 0.0}  # fmt: skip
+
+
+# Runs in the reference's interpreter with the reference checkout's purejaxrl/ on sys.path.
+REFERENCE_DRIVER = r"""
+import json, sys, time
+import jax, numpy as np
+from dqn import make_train
+seeds, steps = int(sys.argv[1]), int(sys.argv[2])
+config = {"NUM_ENVS": 10, "BUFFER_SIZE": 10000, "BUFFER_BATCH_SIZE": 128, "TOTAL_TIMESTEPS": steps,
+          "EPSILON_START": 1.0, "EPSILON_FINISH": 0.05, "EPSILON_ANNEAL_TIME": 25e4,
+          "TARGET_UPDATE_INTERVAL": 500, "LR": 2.5e-4, "LEARNING_STARTS": 10000,
+          "TRAINING_INTERVAL": 10, "LR_LINEAR_DECAY": False, "GAMMA": 0.99, "TAU": 1.0,
+          "ENV_NAME": "CartPole-v1", "SEED": 0, "NUM_SEEDS": seeds, "WANDB_MODE": "disabled"}
+rngs = jax.random.split(jax.random.PRNGKey(0), seeds)
+t0 = time.perf_counter()
+compiled = jax.jit(jax.vmap(make_train(config))).lower(rngs).compile()
+compile_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+out = jax.block_until_ready(compiled(rngs))
+run_s = time.perf_counter() - t0
+ret = np.asarray(out["metrics"]["returns"], np.float64)  # [S, U]
+final = ret[:, int(0.95 * ret.shape[1]):].mean(1)
+print(json.dumps({"compile_s": compile_s, "run_s": run_s, "final_return": final.tolist()}))
+"""
 
 
 def bench(num_seeds: int, total_timesteps: int, head: str) -> dict:
@@ -39,11 +80,12 @@ def bench(num_seeds: int, total_timesteps: int, head: str) -> dict:
 
     from rljax import envs
     from rljax.agents import dqn
+    from rljax.nets import q_heads
     from rljax.train import sweep
 
-    config = dqn.Config(head=head)
+    config = dqn.Config(head=q_heads.make(head))
     num_updates = total_timesteps // dqn.env_steps_per_update(config)
-    config = dqn.Config(head=head, num_updates=num_updates)
+    config = dqn.Config(head=q_heads.make(head), num_updates=num_updates)
     dqn.validate(config)
     env = envs.make("CartPole-v1")
     grid = sweep.stack([HPARAMS], num_seeds)
@@ -87,13 +129,25 @@ def child(args) -> None:
         xla_flags.set_flags()
         layout = "1 CPU device, default threads"
     r = bench(seeds, args.total_timesteps, args.head)
+    print(json.dumps({**r, "layout": f"{args.layout} [{layout}]"}), flush=True)
+
+
+def _report(name: str, seeds: int, r: dict) -> None:
     rets = ", ".join(f"{x:.0f}" for x in r["final_return"])
+    steps = f" | {r['env_steps_per_s']:,.0f} env-steps/s" if "env_steps_per_s" in r else ""
     print(
-        f"{seeds} seed(s), {args.layout} [{layout}]: compile {r['compile_s']:.1f} s | "
-        f"run {r['run_s']:.1f} s | {r['env_steps_per_s']:,.0f} env-steps/s | "
-        f"total {r['compile_s'] + r['run_s']:.1f} s | final return per seed: {rets}",
+        f"{seeds} seed(s), {name}: compile {r['compile_s']:.1f} s | run {r['run_s']:.1f} s"
+        f"{steps} | total {r['compile_s'] + r['run_s']:.1f} s | final return per seed: {rets} "
+        f"| load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+
+
+def _run_json(cmd: list[str], env: dict, cwd: str | None = None) -> dict:
+    out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"error: {' '.join(cmd[:3])} ... failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -102,6 +156,10 @@ def main():
     parser.add_argument("--layout", default="auto,default", help=f"comma-separated: {LAYOUTS}")
     parser.add_argument("--total_timesteps", type=int, default=500_000)
     parser.add_argument("--head", default="mse", help="value head (rljax.nets.q_heads.HEADS)")
+    parser.add_argument("--repeats", type=int, default=1, help="alternating rounds per count")
+    parser.add_argument("--reference_dir", default=None, help="a purejaxrl checkout (see above)")
+    parser.add_argument("--reference_python", default=sys.executable, help="its interpreter")
+    parser.add_argument("--reference_pythonpath", default="", help="extra paths for it")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -118,11 +176,45 @@ def main():
     print("machine:", subprocess.run([sys.executable, "-c", probe], env=env, check=True,
                                      capture_output=True, text=True).stdout.strip())  # fmt: skip
     print(f"CartPole-v1 DQN ({args.head}), {args.total_timesteps:,} env steps per seed")
+    if args.reference_dir and not os.path.isfile(
+        os.path.join(args.reference_dir, "purejaxrl", "dqn.py")
+    ):
+        parser.error(f"--reference_dir={args.reference_dir!r} has no purejaxrl/dqn.py")
+    ref_src = args.reference_dir and os.path.join(args.reference_dir, "purejaxrl")
+    ref_env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC")}
+    ref_env["PYTHONPATH"] = os.pathsep.join(filter(None, [ref_src, args.reference_pythonpath]))
     for seeds in args.seeds.split(","):
-        for layout in layouts:
-            cmd = [sys.executable, __file__, "--child", f"--seeds={seeds}", f"--layout={layout}",
-                   f"--total_timesteps={args.total_timesteps}", f"--head={args.head}"]  # fmt: skip
-            subprocess.run(cmd, env=env, check=True)
+        best = {}
+        for _ in range(args.repeats):
+            sides = [(f"rljax {layout}", [sys.executable, __file__, "--child", f"--seeds={seeds}",
+                      f"--layout={layout}", f"--total_timesteps={args.total_timesteps}",
+                      f"--head={args.head}"], env, None) for layout in layouts]  # fmt: skip
+            if args.reference_dir:
+                cmd = [
+                    args.reference_python,
+                    "-c",
+                    REFERENCE_DRIVER,
+                    seeds,
+                    str(args.total_timesteps),
+                ]
+                sides.insert(0, ("reference", cmd, ref_env, ref_src))
+            for name, cmd, side_env, cwd in sides:
+                r = _run_json(cmd, side_env, cwd)
+                _report(r.pop("layout", name) if name != "reference" else name, int(seeds), r)
+                r["total_s"] = r["compile_s"] + r["run_s"]
+                old = best.get(name)
+                best[name] = r if old is None else {
+                    **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
+                }  # fmt: skip
+        if args.reference_dir:
+            ref = best["reference"]
+            for name in (n for n in best if n != "reference"):
+                o = best[name]
+                ratio = {k: ref[k] / o[k] for k in ("compile_s", "run_s", "total_s")}
+                print(f"{seeds} seed(s), best of {args.repeats}, reference / {name}: compile "
+                      f"{ratio['compile_s']:.2f}x | run {ratio['run_s']:.2f}x"
+                      f" | total {ratio['total_s']:.2f}x "
+                      f"({ref['total_s']:.1f} s vs {o['total_s']:.1f} s)", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ DQN (Mnih et al. 2015) with a target network, Double DQN (van Hasselt et al. 201
 returns (Hessel et al. 2018), ε-greedy exploration with a linear or exponential schedule, and
 the value heads of ``rljax.nets.q_heads``: scalar Q with MSE or Huber, two-hot or HL-Gauss
 cross-entropy ("Stop Regressing", Farebrother et al. 2024), C51 (Bellemare et al. 2017) and
-QR-DQN (Dabney et al. 2018). The head changes only ``_per_example_loss``; data collection,
-replay, target network and optimizer are shared.
+QR-DQN (Dabney et al. 2018). The head is one static value in ``Config`` (its output size, its
+Q read-back and its loss); data collection, replay, target network and optimizer are shared.
 
 One ``update`` = ``rollout_steps`` batched steps of ``num_envs`` environments with the ε-greedy
 policy, written to the replay buffer, then ``grad_steps`` gradient steps on uniformly sampled
@@ -24,9 +24,10 @@ import jax.numpy as jnp
 import optax
 
 from rljax import replay
+from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
-from rljax.losses import classification, distributional, reduce, value
+from rljax.losses import reduce
 from rljax.nets import ACTIVATIONS, q_heads
 
 EPS_SCHEDULES = ("linear", "exponential")
@@ -44,13 +45,9 @@ class Config:
     learning_starts: int = 10_000  # env steps before gradient steps take effect
     target_update_every: int = 500  # env steps between target updates
     tau: float = 1.0  # target update rate: 1 = copy, < 1 = Polyak averaging
-    head: str = "mse"  # one of rljax.nets.q_heads.HEADS
-    num_bins: int = 51  # atoms of the categorical heads / quantiles of QR
-    v_min: float = 0.0  # support of the categorical heads
-    v_max: float = 100.0
+    head: q_heads.Head = q_heads.MSE()  # value head (q_heads.make: name + settings -> Head)
     double: bool = False  # Double DQN: the online network selects the bootstrap action
     n_step: int = 1  # n-step returns
-    huber_delta: float = 1.0  # Huber threshold (head "huber"; κ of QR)
     eps_schedule: str = "linear"  # linear | exponential decay of ε over eps_decay_steps
     hidden: tuple[int, ...] = (120, 84)  # MLP widths
     activation: str = "relu"  # one of rljax.nets.ACTIVATIONS
@@ -90,12 +87,15 @@ def env_steps_per_update(config: Config) -> int:
 def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     for field in ("num_envs", "rollout_steps", "grad_steps", "buffer_size", "batch_size",
-                  "target_update_every", "num_bins", "n_step", "num_updates"):  # fmt: skip
+                  "target_update_every", "n_step", "num_updates"):  # fmt: skip
         number = getattr(config, field)
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise ValueError(f"dqn.{field}={number!r} is invalid; allowed: an integer >= 1")
-    if config.head not in q_heads.HEADS:
-        raise ValueError(f"dqn.head={config.head!r} is unknown; valid: {', '.join(q_heads.HEADS)}")
+    if not isinstance(config.head, q_heads.Head):
+        raise ValueError(
+            f"dqn.head={config.head!r} is invalid; allowed: a rljax.nets.q_heads.Head "
+            f"(q_heads.make(name) with name in {', '.join(q_heads.HEADS)})"
+        )
     if config.eps_schedule not in EPS_SCHEDULES:
         raise ValueError(
             f"dqn.eps_schedule={config.eps_schedule!r} is unknown; "
@@ -130,10 +130,6 @@ def validate(config: Config) -> None:
         )
     if not 0 < config.tau <= 1:
         raise ValueError(f"dqn.tau={config.tau!r} is invalid; allowed: in (0, 1]")
-    if not config.v_max > config.v_min:
-        raise ValueError(f"dqn.v_max={config.v_max!r} is invalid; allowed: > v_min={config.v_min}")
-    if config.huber_delta <= 0:
-        raise ValueError(f"dqn.huber_delta={config.huber_delta!r} is invalid; allowed: > 0")
     if config.max_grad_norm < 0:
         raise ValueError(f"dqn.max_grad_norm={config.max_grad_norm!r} is invalid; allowed: >= 0")
 
@@ -153,13 +149,7 @@ class State(NamedTuple):
 
 def network(config: Config, env: gymnax_env.Env) -> q_heads.QNetwork:
     """The Q-network for ``env`` with ``config.head``'s output size."""
-    dim = q_heads.head_dim(config.head, config.num_bins)
-    return q_heads.QNetwork(env.num_actions, dim, config.hidden, config.activation)
-
-
-def support(config: Config) -> jax.Array:
-    """Atoms of the categorical heads ``[N]``."""
-    return q_heads.support(config.v_min, config.v_max, config.num_bins)
+    return q_heads.QNetwork(env.num_actions, config.head.dim, config.hidden, config.activation)
 
 
 def optimizer(config: Config) -> optax.GradientTransformation:
@@ -217,40 +207,12 @@ def act(
     Returns:
       ``(action [B] int32, greedy value max_a Q(s, a) [B])``.
     """
-    q = q_heads.q_values(config.head, network(config, env).apply(params, obs), support(config))
+    q = config.head.q_values(network(config, env).apply(params, obs))
     explore_key, random_key = jax.random.split(key)
     greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
     random_action = jax.random.randint(random_key, greedy.shape, 0, env.num_actions)
     explore = jax.random.uniform(explore_key, greedy.shape) < eps
     return jnp.where(explore, random_action, greedy), jnp.max(q, axis=-1)
-
-
-def _per_example_loss(config: Config, hparams: Hparams, out_t, a_t, r_t, discount_t, out_tp1,
-                      a_tp1, q_tp1) -> jax.Array:  # fmt: skip
-    """The head's loss per transition ``[N]``; ``a_tp1`` is the bootstrap action."""
-    z = support(config)
-    take = lambda x, a: jnp.take_along_axis(x, a[:, None, None], axis=1)[:, 0]  # noqa: E731
-    if config.head in ("c51", "qr"):
-        if config.head == "c51":
-            probs_tp1 = jax.nn.softmax(take(out_tp1, a_tp1), axis=-1)
-            target = distributional.categorical_td_target(r_t, discount_t, probs_tp1, z)
-            return classification.cross_entropy(take(out_t, a_t), target)
-        target = r_t[:, None] + discount_t[:, None] * take(out_tp1, a_tp1)
-        return distributional.quantile_huber(
-            take(out_t, a_t), jax.lax.stop_gradient(target), kappa=config.huber_delta
-        )
-    # Scalar target y = r + discount · Q_target(s', a_tp1) for MSE, Huber and the CE heads.
-    q_sel = jnp.take_along_axis(q_tp1, a_tp1[:, None], axis=-1)[:, 0]
-    y_t = jax.lax.stop_gradient(r_t + discount_t * q_sel)
-    if config.head in ("mse", "huber"):
-        td = value.q_td_error(out_t[..., 0], a_t, y_t)
-        return value.l2(td) if config.head == "mse" else value.huber(td, delta=config.huber_delta)
-    if config.head == "two_hot":
-        target = classification.two_hot(y_t, z)
-    else:
-        bin_width = (config.v_max - config.v_min) / (config.num_bins - 1)
-        target = classification.hl_gauss(y_t, z, sigma=hparams.hl_sigma * bin_width)
-    return classification.cross_entropy(take(out_t, a_t), target)
 
 
 def loss_fn(
@@ -263,21 +225,18 @@ def loss_fn(
     (Double DQN); the target network evaluates it.
     """
     net = network(config, env)
-    z = support(config)
     out_t = net.apply(params, batch.obs)
     out_tp1 = jax.lax.stop_gradient(net.apply(target_params, batch.next_obs))
-    q_tp1 = q_heads.q_values(config.head, out_tp1, z)
+    a_tp1 = None  # the head takes argmax_a Q_target(s', a)
     if config.double:
-        q_select = q_heads.q_values(config.head, net.apply(params, batch.next_obs), z)
+        q_select = config.head.q_values(net.apply(params, batch.next_obs))
         a_tp1 = jnp.argmax(jax.lax.stop_gradient(q_select), axis=-1)
-    else:
-        a_tp1 = jnp.argmax(q_tp1, axis=-1)
     a_t = batch.action.astype(jnp.int32)
-    per_example = _per_example_loss(
-        config, hparams, out_t, a_t, batch.reward, batch.discount, out_tp1, a_tp1, q_tp1
+    per_example = config.head.td_loss(
+        out_t, a_t, batch.reward, batch.discount, out_tp1, a_tp1, hl_sigma=hparams.hl_sigma
     )
     loss = reduce.masked_mean(per_example)
-    q_t = jnp.take_along_axis(q_heads.q_values(config.head, out_t, z), a_t[:, None], axis=-1)
+    q_t = jnp.take_along_axis(config.head.q_values(out_t), a_t[:, None], axis=-1)
     return loss, {"loss/value": loss, "q/taken": reduce.masked_mean(q_t)}
 
 
@@ -312,8 +271,8 @@ def _grad_step(config, env, state: State, key: jax.Array, learning: jax.Array):
     updates, opt_state = optimizer(config).update(grads, state.opt_state, state.params)
     held = lambda new, old: jnp.where(learning, new, old) if new.dtype == jnp.int32 else new  # noqa: E731
     opt_state = jax.tree.map(held, opt_state, state.opt_state)  # Adam's count
-    frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
-    params = jax.tree.map(lambda p, u: p - state.hparams.lr * frac * u, state.params, updates)
+    lr = learner.annealed_lr(state.hparams.lr, state.step, config.num_updates, config.anneal_lr)
+    params = jax.tree.map(lambda p, u: p - lr * u, state.params, updates)
     return state._replace(params=params, opt_state=opt_state), metrics
 
 
@@ -360,8 +319,8 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
 def train_chunk(
     config: Config, env: gymnax_env.Env, state: State, num_updates: int
 ) -> tuple[State, dict[str, jax.Array]]:
-    """``num_updates`` consecutive updates of one agent as a ``lax.scan``; metrics ``[n]``."""
-    return jax.lax.scan(lambda s, _: update(config, env, s), state, None, length=num_updates)
+    """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
+    return learner.train_chunk(update, config, env, state, num_updates)
 
 
 def evaluate_policy(

@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import optax
 
 from rljax import returns
+from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
 from rljax.losses import policy_gradient, reduce, value
-from rljax.nets import ACTIVATIONS, ActorCritic, distributions
+from rljax.nets import ACTIVATIONS, ActorCritic, critic_value, distributions
 from rljax.types import Transition
 
 
@@ -114,10 +115,8 @@ def network(config: Config, env: gymnax_env.Env) -> ActorCritic:
 
 
 def optimizer(config: Config) -> optax.GradientTransformation:
-    """Gradient clipping then Adam's scaling; the (swept, annealed) step size is applied later."""
-    return optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5)
-    )
+    """Adam's scaling; the global-norm clip and the (swept, annealed) step size come later."""
+    return optax.scale_by_adam(eps=1e-5)
 
 
 def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) -> State:
@@ -197,7 +196,7 @@ def _advantages(config, env, params, traj: Transition, hparams: Hparams):
     """GAE advantages and λ-return targets ``[T, B]``; bootstraps from the true next obs."""
     t, b = traj.reward.shape
     next_obs = traj.next_obs.reshape(t * b, *traj.next_obs.shape[2:])
-    _, _, v_tp1 = network(config, env).apply(params, next_obs)
+    v_tp1 = critic_value(params, next_obs, config.hidden, config.activation)
     discount_t = hparams.gamma * (1.0 - traj.terminated.astype(jnp.float32))
     done_t = jnp.logical_or(traj.terminated, traj.truncated).astype(jnp.float32)
     adv = returns.gae(
@@ -207,13 +206,19 @@ def _advantages(config, env, params, traj: Transition, hparams: Hparams):
 
 
 def _sgd_step(config, env, hparams: Hparams, train, batch: Batch, lr: jax.Array):
-    """One minibatch step on ``train = (params, opt_state)``."""
+    """One minibatch step on ``train = (params, opt_state)``.
+
+    The global gradient norm is computed once, for the clip and the ``grad_norm`` metric.
+    """
     params, opt_state = train
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     (_, metrics), grads = grad_fn(params, config, env, batch, hparams)
+    grad_norm = optax.tree.norm(grads)
+    clip = jnp.minimum(1.0, config.max_grad_norm / jnp.maximum(grad_norm, 1e-12))
+    grads = jax.tree.map(lambda g: g * clip, grads)
     updates, opt_state = optimizer(config).update(grads, opt_state, params)
     params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
-    metrics["grad_norm"] = optax.tree.norm(grads)
+    metrics["grad_norm"] = grad_norm
     return (params, opt_state), metrics
 
 
@@ -236,20 +241,18 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     flat = Batch(traj.obs, traj.action, traj.logp, traj.value, adv, target)
     flat = jax.tree.map(lambda x: x.reshape(n, *x.shape[2:]), flat)
 
-    frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
-    lr = state.hparams.lr * frac
+    lr = learner.annealed_lr(state.hparams.lr, state.step, config.num_updates, config.anneal_lr)
     minibatch_size = n // config.num_minibatches
 
-    def _epoch(train, epoch_key):
-        perm = jax.random.permutation(epoch_key, n)
-        batches = jax.tree.map(
-            lambda x: x[perm].reshape(config.num_minibatches, minibatch_size, *x.shape[1:]), flat
-        )
-        step = lambda t, mb: _sgd_step(config, env, state.hparams, t, mb, lr)  # noqa: E731
-        return jax.lax.scan(step, train, batches)
-
-    epoch_keys = jax.random.split(perm_key, config.num_epochs)
-    (params, opt_state), metrics = jax.lax.scan(_epoch, (state.params, state.opt_state), epoch_keys)
+    # All epochs' shuffles at once: one sort of [E, n] random keys, one gather per leaf, then
+    # one scan over the E * M minibatches (no nested scan, no per-epoch permutation loop).
+    perms = jnp.argsort(jax.random.bits(perm_key, (config.num_epochs, n), jnp.uint32), axis=-1)
+    num_batches = config.num_epochs * config.num_minibatches
+    batches = jax.tree.map(
+        lambda x: x[perms.reshape(-1)].reshape(num_batches, minibatch_size, *x.shape[1:]), flat
+    )
+    step = lambda t, mb: _sgd_step(config, env, state.hparams, t, mb, lr)  # noqa: E731
+    (params, opt_state), metrics = jax.lax.scan(step, (state.params, state.opt_state), batches)
     state = state._replace(params=params, opt_state=opt_state)
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics.update(rollout_lib.episode_summary(stats))
@@ -260,8 +263,8 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
 def train_chunk(
     config: Config, env: gymnax_env.Env, state: State, num_updates: int
 ) -> tuple[State, dict[str, jax.Array]]:
-    """``num_updates`` consecutive updates of one agent as a ``lax.scan``; metrics ``[n]``."""
-    return jax.lax.scan(lambda s, _: update(config, env, s), state, None, length=num_updates)
+    """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
+    return learner.train_chunk(update, config, env, state, num_updates)
 
 
 def evaluate_policy(

@@ -29,8 +29,8 @@ This module is the deep, discounted variant on gymnax, with the data growing ove
 * the reported return is that of the greedy policy on ``Q_k`` in separate evaluation
   environments (``eval_envs × eval_steps`` steps per update, not counted as samples).
 
-The regression oracle is an MLP with MSE, Huber, two-hot or HL-Gauss cross-entropy
-(``rljax.nets.q_heads``), as in "Stop Regressing".
+The regression oracle is an MLP with MSE, Huber, two-hot or HL-Gauss cross-entropy: any
+``rljax.nets.q_heads.Head`` with a scalar-target loss, as in "Stop Regressing".
 """
 
 import dataclasses
@@ -41,12 +41,13 @@ import jax.numpy as jnp
 import optax
 
 from rljax import replay
+from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
-from rljax.losses import classification, reduce, value
+from rljax.losses import reduce, value
 from rljax.nets import ACTIVATIONS, q_heads
 
-HEADS = ("mse", "huber", "two_hot", "hl_gauss")
+HEADS = tuple(name for name in q_heads.HEADS if q_heads.make(name).scalar_target)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,10 +61,7 @@ class Config:
     buffer_size: int = 200_000  # dataset capacity in transitions (multiple of num_envs)
     batch_size: int = 256  # transitions per gradient step
     grad_steps: int = 8  # gradient steps per update (all levels at once)
-    head: str = "mse"  # regression oracle: mse | huber | two_hot | hl_gauss
-    num_bins: int = 51  # bins of the classification heads
-    v_min: float = 0.0  # their support
-    v_max: float = 100.0
+    head: q_heads.Head = q_heads.MSE()  # regression oracle with a scalar-target loss (HEADS)
     hidden: tuple[int, ...] = (128, 128)  # MLP widths (one MLP per level)
     activation: str = "relu"
     eval_envs: int = 8  # greedy-evaluation environments
@@ -97,14 +95,15 @@ def env_steps_per_update(config: Config) -> int:
 def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     for field in ("num_envs", "rollout_steps", "mc_steps", "buffer_size", "batch_size",
-                  "grad_steps", "num_bins", "eval_envs", "eval_steps", "num_updates"):  # fmt: skip
+                  "grad_steps", "eval_envs", "eval_steps", "num_updates"):  # fmt: skip
         number = getattr(config, field)
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise ValueError(f"sqirl.{field}={number!r} is invalid; allowed: an integer >= 1")
     if not isinstance(config.k, int) or config.k < 0:
         raise ValueError(f"sqirl.k={config.k!r} is invalid; allowed: an integer >= 0")
-    if config.head not in HEADS:
-        raise ValueError(f"sqirl.head={config.head!r} is unknown; valid: {', '.join(HEADS)}")
+    if not isinstance(config.head, q_heads.Head) or not config.head.scalar_target:
+        name = config.head.name if isinstance(config.head, q_heads.Head) else config.head
+        raise ValueError(f"sqirl.head={name!r} is unknown; valid: {', '.join(HEADS)}")
     if config.activation not in ACTIVATIONS:
         raise ValueError(
             f"sqirl.activation={config.activation!r} is unknown; valid: {', '.join(ACTIVATIONS)}"
@@ -118,10 +117,6 @@ def validate(config: Config) -> None:
         raise ValueError(
             f"sqirl.buffer_size={config.buffer_size} is too small; allowed: >= mc_steps * "
             f"num_envs = {config.mc_steps * config.num_envs}"
-        )
-    if not config.v_max > config.v_min:
-        raise ValueError(
-            f"sqirl.v_max={config.v_max!r} is invalid; allowed: > v_min={config.v_min}"
         )
     if not 0 <= config.prefix_until <= 1:
         raise ValueError(
@@ -145,17 +140,12 @@ class State(NamedTuple):
 
 def network(config: Config, env: gymnax_env.Env) -> q_heads.QNetwork:
     """One level's Q-network."""
-    dim = q_heads.head_dim(config.head, config.num_bins)
-    return q_heads.QNetwork(env.num_actions, dim, config.hidden, config.activation)
+    return q_heads.QNetwork(env.num_actions, config.head.dim, config.hidden, config.activation)
 
 
 def _q_all(config: Config, env: gymnax_env.Env, params, obs: jax.Array) -> jax.Array:
     """Outputs of every level ``[k + 1, B, A, D]``."""
     return jax.vmap(lambda p: network(config, env).apply(p, obs))(params)
-
-
-def _support(config: Config) -> jax.Array:
-    return q_heads.support(config.v_min, config.v_max, config.num_bins)
 
 
 def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) -> State:
@@ -186,21 +176,8 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
 def act(config: Config, env: gymnax_env.Env, params, obs: jax.Array) -> jax.Array:
     """Greedy actions on the last level, ``argmax_a Q_k(s, a)``: ``[B]`` int32."""
     last = jax.tree.map(lambda x: x[-1], params)
-    q = q_heads.q_values(config.head, network(config, env).apply(last, obs), _support(config))
+    q = config.head.q_values(network(config, env).apply(last, obs))
     return jnp.argmax(q, axis=-1).astype(jnp.int32)
-
-
-def _regression_loss(config: Config, hparams: Hparams, out: jax.Array, a_t, y_t) -> jax.Array:
-    """Per-example loss of outputs ``[N, A, D]`` at actions ``a_t`` against scalar ``y_t``."""
-    if config.head in ("mse", "huber"):
-        td = value.q_td_error(out[..., 0], a_t, y_t)
-        return value.l2(td) if config.head == "mse" else value.huber(td)
-    z = _support(config)
-    logits = jnp.take_along_axis(out, a_t[:, None, None], axis=1)[:, 0]
-    if config.head == "two_hot":
-        return classification.cross_entropy(logits, classification.two_hot(y_t, z))
-    sigma = hparams.hl_sigma * (config.v_max - config.v_min) / (config.num_bins - 1)
-    return classification.cross_entropy(logits, classification.hl_gauss(y_t, z, sigma=sigma))
 
 
 def targets(params, config: Config, env: gymnax_env.Env, seq, hparams: Hparams) -> jax.Array:
@@ -211,13 +188,12 @@ def targets(params, config: Config, env: gymnax_env.Env, seq, hparams: Hparams) 
     Level j >= 1: ``r_t + γ (1 - terminated_t) max_a Q_{j-1}(s'_t, a)`` (fitted-Q iteration).
     Computed from stopped parameters.
     """
-    z = _support(config)
     frozen = jax.lax.stop_gradient(params)
     mc = replay.n_step_transition(seq, hparams.gamma)
     one = jax.tree.map(lambda x: x[:, 0], seq)
-    q_mc_next = q_heads.q_values(config.head, _q_all(config, env, frozen, mc.next_obs), z)
+    q_mc_next = config.head.q_values(_q_all(config, env, frozen, mc.next_obs))
     y0 = mc.reward + mc.discount * jnp.mean(q_mc_next[0], axis=-1)  # uniform random policy
-    q_next = q_heads.q_values(config.head, _q_all(config, env, frozen, one.next_obs), z)
+    q_next = config.head.q_values(_q_all(config, env, frozen, one.next_obs))
     discount = hparams.gamma * (1.0 - one.terminated.astype(jnp.float32))
     y_up = jax.vmap(lambda q: value.q_learning_target(one.reward, discount, q))(q_next[:-1])
     return jax.lax.stop_gradient(jnp.concatenate([y0[None], y_up], axis=0))
@@ -233,7 +209,9 @@ def loss_fn(
     random_start = (seq.logp[:, 0] < 0).astype(jnp.float32)  # Q_0 is the random policy's
     masks = jnp.concatenate([random_start[None], jnp.ones((config.k, a_t.shape[0]))], axis=0)
     per_level = jax.vmap(
-        lambda o, y_j, m: reduce.masked_mean(_regression_loss(config, hparams, o, a_t, y_j), m)
+        lambda o, y_j, m: reduce.masked_mean(
+            config.head.loss(o, a_t, y_j, hl_sigma=hparams.hl_sigma), m
+        )
     )(out, y, masks)
     metrics = {"loss/value": jnp.sum(per_level), "loss/level0": per_level[0]}
     metrics["loss/last_level"] = per_level[-1]
@@ -246,8 +224,8 @@ def _grad_step(config, env, state: State, key: jax.Array):
         state.params, config, env, seq, state.hparams
     )
     updates, opt_state = optax.scale_by_adam().update(grads, state.opt_state, state.params)
-    frac = 1.0 - state.step / config.num_updates if config.anneal_lr else 1.0
-    params = jax.tree.map(lambda p, u: p - state.hparams.lr * frac * u, state.params, updates)
+    lr = learner.annealed_lr(state.hparams.lr, state.step, config.num_updates, config.anneal_lr)
+    params = jax.tree.map(lambda p, u: p - lr * u, state.params, updates)
     ready = replay.can_sample(state.buffer, config.mc_steps)  # else the sample held zeros
     keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(ready, n, o), new, old)  # noqa: E731
     return state._replace(
@@ -319,5 +297,5 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
 def train_chunk(
     config: Config, env: gymnax_env.Env, state: State, num_updates: int
 ) -> tuple[State, dict[str, jax.Array]]:
-    """``num_updates`` consecutive updates as a ``lax.scan``; metrics ``[n]``."""
-    return jax.lax.scan(lambda s, _: update(config, env, s), state, None, length=num_updates)
+    """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
+    return learner.train_chunk(update, config, env, state, num_updates)

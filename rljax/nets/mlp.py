@@ -58,3 +58,14 @@ class ActorCritic(nn.Module):
         else:
             log_std = self.param("log_std", nn.initializers.zeros, (self.num_actions,))
         return policy_out, log_std, value
+
+
+def critic_value(
+    params, obs: jax.Array, hidden: Sequence[int], activation: str = "tanh"
+) -> jax.Array:
+    """The critic of ``ActorCritic`` alone, ``V(obs)`` ``[B]``: half the work of the network.
+
+    ``params`` are the whole ``ActorCritic``'s; its critic is the second MLP (``MLP_1``).
+    """
+    mlp = MLP(hidden, 1, activation, out_scale=1.0)
+    return mlp.apply({"params": params["params"]["MLP_1"]}, obs.reshape(obs.shape[0], -1))[..., 0]

@@ -1,35 +1,234 @@
-"""Action-value networks with the value heads of the DQN family.
+"""Action-value networks and the value heads of the DQN family, each head one static value.
 
-One MLP torso maps a flattened observation to ``A × D`` outputs, reshaped ``[B, A, D]``:
+One MLP torso maps a flattened observation to ``A × D`` outputs, reshaped ``[B, A, D]``. A
+``Head`` says what those D outputs mean: how many there are, how to read Q-values ``[B, A]``
+back from them, and the per-example loss against a target. Agents hold one ``Head`` in their
+static config and call its methods; they never branch on a head's name.
 
-* ``"mse"`` / ``"huber"``: D = 1, a scalar Q-value per action (Mnih et al. 2015).
-* ``"two_hot"`` / ``"hl_gauss"``: D = N logits over a fixed support of bin centres, trained by
+* ``MSE`` / ``Huber``: D = 1, a scalar Q-value per action (Mnih et al. 2015).
+* ``TwoHot`` / ``HLGauss``: D = N logits over a fixed support of bin centres, trained by
   cross-entropy against a two-hot or HL-Gauss target (Farebrother et al. 2024, "Stop
   Regressing"); the value is the expectation over the support.
-* ``"c51"``: D = N logits of a categorical return distribution (Bellemare et al. 2017).
-* ``"qr"``: D = N quantiles of the return distribution (Dabney et al. 2018, QR-DQN).
+* ``C51``: D = N logits of a categorical return distribution (Bellemare et al. 2017).
+* ``QR``: D = N quantiles of the return distribution (Dabney et al. 2018, QR-DQN).
 
-``q_values`` reads every head back to ``[B, A]`` action values for acting and bootstrapping.
+Names become heads in one place, ``make`` (called when a config is converted at the entry
+point): ``make("hl_gauss", num_bins=51, v_min=0, v_max=100, huber_delta=1)``.
 """
 
+import dataclasses
 from collections.abc import Sequence
+from typing import ClassVar
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rljax.losses import classification
+from rljax.losses import classification, distributional, value
 from rljax.nets.mlp import ACTIVATIONS
 
 HEADS = ("mse", "huber", "two_hot", "hl_gauss", "c51", "qr")
-CATEGORICAL_HEADS = ("two_hot", "hl_gauss", "c51")  # logits over `support`
+# Settings a head is built from (config fields next to ``head``), with their defaults.
+SETTINGS = {"num_bins": 51, "v_min": 0.0, "v_max": 100.0, "huber_delta": 1.0}
 
 
-def head_dim(head: str, num_bins: int) -> int:
-    """Outputs per action D of ``head``: 1 for scalar heads, ``num_bins`` otherwise."""
-    if head not in HEADS:
-        raise ValueError(f"head={head!r} is unknown; valid: {', '.join(HEADS)}")
-    return 1 if head in ("mse", "huber") else num_bins
+def _take(x: jax.Array, a: jax.Array) -> jax.Array:
+    """``x[i, a_i]``: ``[N, A, D]``, ``[N]`` -> ``[N, D]``."""
+    return jnp.take_along_axis(x, a[:, None, None].astype(jnp.int32), axis=1)[:, 0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Head:
+    """A value head (static: hashable, compared by value). Subclasses set the maths.
+
+    ``loss`` regresses outputs on a *scalar* target ``y_t``; ``td_loss`` is the one-step (or
+    n-step) Q-learning loss with bootstrap action ``a_tp1``. The default ``td_loss`` forms
+    ``y_t = r_t + discount_t · Q_tp1(a_tp1)`` and calls ``loss``; distributional heads override
+    it and have no scalar ``loss`` (``scalar_target = False``).
+    """
+
+    name: ClassVar[str] = ""
+    scalar_target: ClassVar[bool] = True  # has a loss against a scalar target y
+
+    @property
+    def dim(self) -> int:
+        """Outputs per action D."""
+        return 1
+
+    def q_values(self, out: jax.Array) -> jax.Array:
+        """Action values ``[B, A]`` from network outputs ``[B, A, D]``."""
+        return out[..., 0]
+
+    def loss(self, out_t: jax.Array, a_t: jax.Array, y_t: jax.Array, *, hl_sigma) -> jax.Array:
+        """Per-example loss ``[N]`` of outputs ``[N, A, D]`` at actions ``a_t`` against ``y_t``."""
+        raise NotImplementedError
+
+    def td_loss(self, out_t, a_t, r_t, discount_t, out_tp1, a_tp1, *, hl_sigma) -> jax.Array:
+        """Per-example Q-learning loss ``[N]``; ``out_tp1`` from the target network.
+
+        Args:
+          out_t: online outputs ``[N, A, D]``.
+          a_t: taken actions ``[N]``.
+          r_t: (n-step) rewards ``[N]``.
+          discount_t: ``γ^h (1 - terminated)`` ``[N]``.
+          out_tp1: target-network outputs at the bootstrap states ``[N, A, D]``.
+          a_tp1: bootstrap actions ``[N]`` (Double DQN: chosen by the online network), or
+            ``None``: ``argmax_a Q_tp1(a)``, greedy on ``out_tp1``.
+          hl_sigma: HL-Gauss σ in bin widths (an array leaf; unused by other heads).
+        """
+        if a_tp1 is None:
+            a_tp1 = jnp.argmax(self.q_values(out_tp1), axis=-1)
+        q_tp1 = jnp.take_along_axis(self.q_values(out_tp1), a_tp1[:, None], axis=-1)[:, 0]
+        y_t = jax.lax.stop_gradient(r_t + discount_t * q_tp1)
+        return self.loss(out_t, a_t, y_t, hl_sigma=hl_sigma)
+
+
+@dataclasses.dataclass(frozen=True)
+class MSE(Head):
+    """Scalar Q with the squared TD error ``½ δ²``."""
+
+    name: ClassVar[str] = "mse"
+
+    def loss(self, out_t, a_t, y_t, *, hl_sigma):
+        return value.l2(value.q_td_error(out_t[..., 0], a_t, y_t))
+
+
+@dataclasses.dataclass(frozen=True)
+class Huber(Head):
+    """Scalar Q with the Huber loss of the TD error (threshold ``delta``)."""
+
+    name: ClassVar[str] = "huber"
+    delta: float = 1.0
+
+    def loss(self, out_t, a_t, y_t, *, hl_sigma):
+        return value.huber(value.q_td_error(out_t[..., 0], a_t, y_t), delta=self.delta)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Categorical(Head):
+    """Logits over ``num_bins`` evenly spaced atoms from ``v_min`` to ``v_max``."""
+
+    num_bins: int = 51
+    v_min: float = 0.0
+    v_max: float = 100.0
+
+    @property
+    def dim(self) -> int:
+        return self.num_bins
+
+    @property
+    def support(self) -> jax.Array:
+        """Bin centres ``[N]``."""
+        return support(self.v_min, self.v_max, self.num_bins)
+
+    @property
+    def bin_width(self) -> float:
+        return (self.v_max - self.v_min) / max(self.num_bins - 1, 1)
+
+    def q_values(self, out):
+        return classification.expectation(out, self.support)
+
+
+@dataclasses.dataclass(frozen=True)
+class TwoHot(_Categorical):
+    """Cross-entropy against the two-hot encoding of ``y`` on the support."""
+
+    name: ClassVar[str] = "two_hot"
+
+    def loss(self, out_t, a_t, y_t, *, hl_sigma):
+        target = classification.two_hot(y_t, self.support)
+        return classification.cross_entropy(_take(out_t, a_t), target)
+
+
+@dataclasses.dataclass(frozen=True)
+class HLGauss(_Categorical):
+    """Cross-entropy against a Gaussian of std ``hl_sigma`` bin widths, integrated per bin."""
+
+    name: ClassVar[str] = "hl_gauss"
+
+    def loss(self, out_t, a_t, y_t, *, hl_sigma):
+        target = classification.hl_gauss(y_t, self.support, sigma=hl_sigma * self.bin_width)
+        return classification.cross_entropy(_take(out_t, a_t), target)
+
+
+@dataclasses.dataclass(frozen=True)
+class C51(_Categorical):
+    """Categorical return distribution; loss: cross-entropy to the projected Bellman target."""
+
+    name: ClassVar[str] = "c51"
+    scalar_target: ClassVar[bool] = False
+
+    def td_loss(self, out_t, a_t, r_t, discount_t, out_tp1, a_tp1, *, hl_sigma):
+        if a_tp1 is None:
+            return distributional.categorical_q_learning(
+                out_t, a_t, r_t, discount_t, out_tp1, self.support
+            )
+        probs_tp1 = jax.nn.softmax(_take(out_tp1, a_tp1), axis=-1)
+        target = distributional.categorical_td_target(r_t, discount_t, probs_tp1, self.support)
+        return classification.cross_entropy(_take(out_t, a_t), target)
+
+
+@dataclasses.dataclass(frozen=True)
+class QR(Head):
+    """``num_bins`` quantiles of the return; loss: quantile-Huber with threshold ``kappa``."""
+
+    name: ClassVar[str] = "qr"
+    scalar_target: ClassVar[bool] = False
+    num_bins: int = 51
+    kappa: float = 1.0
+
+    @property
+    def dim(self) -> int:
+        return self.num_bins
+
+    def q_values(self, out):
+        return jnp.mean(out, axis=-1)  # each quantile carries mass 1/N
+
+    def td_loss(self, out_t, a_t, r_t, discount_t, out_tp1, a_tp1, *, hl_sigma):
+        if a_tp1 is None:
+            return distributional.quantile_q_learning(
+                out_t, a_t, r_t, discount_t, out_tp1, kappa=self.kappa
+            )
+        target = r_t[:, None] + discount_t[:, None] * _take(out_tp1, a_tp1)
+        return distributional.quantile_huber(
+            _take(out_t, a_t), jax.lax.stop_gradient(target), kappa=self.kappa
+        )
+
+
+def make(
+    name: str,
+    *,
+    num_bins: int = SETTINGS["num_bins"],
+    v_min: float = SETTINGS["v_min"],
+    v_max: float = SETTINGS["v_max"],
+    huber_delta: float = SETTINGS["huber_delta"],
+) -> Head:
+    """The head called ``name`` with its settings; a ``ValueError`` names a bad field.
+
+    Args:
+      name: one of ``HEADS``.
+      num_bins: atoms of the categorical heads, quantiles of QR (>= 2).
+      v_min, v_max: support of the categorical heads (``v_max > v_min``).
+      huber_delta: Huber threshold (``huber``) and QR's κ (> 0).
+    """
+    if name not in HEADS:
+        raise ValueError(f"head={name!r} is unknown; valid: {', '.join(HEADS)}")
+    if not isinstance(num_bins, int) or isinstance(num_bins, bool) or num_bins < 2:
+        raise ValueError(f"num_bins={num_bins!r} is invalid; allowed: an integer >= 2")
+    if not v_max > v_min:
+        raise ValueError(f"v_max={v_max!r} is invalid; allowed: > v_min={v_min}")
+    if not huber_delta > 0:
+        raise ValueError(f"huber_delta={huber_delta!r} is invalid; allowed: > 0")
+    support_ = {"num_bins": num_bins, "v_min": float(v_min), "v_max": float(v_max)}
+    constructors = {
+        "mse": lambda: MSE(),
+        "huber": lambda: Huber(delta=float(huber_delta)),
+        "two_hot": lambda: TwoHot(**support_),
+        "hl_gauss": lambda: HLGauss(**support_),
+        "c51": lambda: C51(**support_),
+        "qr": lambda: QR(num_bins=num_bins, kappa=float(huber_delta)),
+    }
+    return constructors[name]()
 
 
 class QNetwork(nn.Module):
@@ -58,18 +257,3 @@ class QNetwork(nn.Module):
 def support(v_min: float, v_max: float, num_bins: int) -> jax.Array:
     """``num_bins`` evenly spaced bin centres from ``v_min`` to ``v_max``: ``[N]``."""
     return jnp.linspace(v_min, v_max, num_bins, dtype=jnp.float32)
-
-
-def q_values(head: str, out: jax.Array, support_: jax.Array) -> jax.Array:
-    """Action values ``[B, A]`` from network outputs ``[B, A, D]``.
-
-    Scalar heads: the single output. Categorical heads: ``Σ_j softmax(logits)_j s_j``. QR: the
-    mean of the N quantiles (each carries mass 1/N).
-    """
-    if head in ("mse", "huber"):
-        return out[..., 0]
-    if head in CATEGORICAL_HEADS:
-        return classification.expectation(out, support_)
-    if head == "qr":
-        return jnp.mean(out, axis=-1)
-    raise ValueError(f"head={head!r} is unknown; valid: {', '.join(HEADS)}")

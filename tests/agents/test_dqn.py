@@ -11,12 +11,13 @@ import optax
 import pytest
 
 from rljax import envs, replay
-from rljax.agents import dqn
+from rljax.agents import dqn, learner
 from rljax.nets import q_heads
 
+HEAD_SETTINGS = {"num_bins": 21, "v_min": 0.0, "v_max": 40.0}
 TINY = dqn.Config(
     num_envs=4, buffer_size=400, batch_size=32, learning_starts=64, target_update_every=200,
-    hidden=(32,), num_bins=21, v_min=0.0, v_max=40.0,
+    hidden=(32,),
 )  # fmt: skip
 HP = dqn.Hparams(lr=1e-3, gamma=0.9, eps_start=1.0, eps_end=0.05, eps_decay_steps=2000.0,
                  hl_sigma=0.75, reward_noise=0.0)  # fmt: skip
@@ -26,16 +27,41 @@ HP = dqn.Hparams(lr=1e-3, gamma=0.9, eps_start=1.0, eps_end=0.05, eps_decay_step
     "field, value, match",
     [
         ("learning_starts", 16, "learning_starts=16"),
-        ("head", "mae", "head='mae' is unknown"),
         ("target_update_every", 42, "multiple of num_envs"),
         ("buffer_size", 402, "multiple of num_envs"),
         ("n_step", 0, "n_step=0"),
-        ("v_max", -1.0, "v_max=-1.0"),
+        ("head", "mse", "dqn.head='mse' is invalid; allowed: a rljax.nets.q_heads.Head"),
     ],
 )
 def test_validate_names_the_bad_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         dqn.validate(dataclasses.replace(TINY, **{field: value}))
+
+
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        ({"head": "mae"}, r"dqn.head='mae' is unknown; valid: mse, huber"),
+        ({"head": "c51", "v_min": 0.0, "v_max": -1.0}, r"dqn.v_max=-1.0 is invalid"),
+        ({"head": "huber", "huber_delta": 0.0}, r"dqn.huber_delta=0.0 is invalid"),
+        ({"head": "qr", "num_bins": 1}, r"dqn.num_bins=1 is invalid"),
+        ({"head": "mse", "nope": 1}, r"dqn.nope is not a field of rljax.agents.dqn.Config"),
+    ],
+)
+def test_config_conversion_names_the_bad_field(values, match):
+    with pytest.raises(ValueError, match=match):
+        learner.config_from_dict(dqn.Config, "dqn", values)
+
+
+def test_config_conversion_builds_the_head_once():
+    """The name and its settings become one Head value; huber_delta reaches Huber and QR."""
+    config = learner.config_from_dict(
+        dqn.Config, "dqn", {"head": "huber", "huber_delta": 2.5, "hidden": [8, 8]}
+    )
+    assert config.head == q_heads.Huber(delta=2.5) and config.hidden == (8, 8)
+    qr = learner.config_from_dict(dqn.Config, "dqn", {"head": "qr", "huber_delta": 0.5})
+    assert qr.head == q_heads.QR(num_bins=51, kappa=0.5) and qr.head.dim == 51
+    assert hash(config) != hash(qr)  # static jit argument: heads are hashable values
 
 
 def test_update_compiles_once_and_is_deterministic():
@@ -76,7 +102,7 @@ def test_steps_before_learning_starts_leave_params_and_adam_untouched():
 def test_every_head_trains_end_to_end_on_cartpole(head):
     """Each head learns values of the right size on CartPole (+1 per step) with finite losses."""
     env = envs.make("CartPole-v1")
-    config = dataclasses.replace(TINY, head=head, num_updates=500)
+    config = dataclasses.replace(TINY, head=q_heads.make(head, **HEAD_SETTINGS), num_updates=500)
     dqn.validate(config)
     state = dqn.init(config, env, jax.random.PRNGKey(1), HP)
     run = jax.jit(functools.partial(dqn.train_chunk, config, env, num_updates=500))
@@ -94,7 +120,7 @@ def test_every_head_trains_end_to_end_on_cartpole(head):
 def test_heads_read_back_the_value_they_are_trained_on(head):
     """Terminal transitions with reward 3.7: every head's read-back Q converges to 3.7."""
     env = envs.make("CartPole-v1")
-    config = dataclasses.replace(TINY, head=head)
+    config = dataclasses.replace(TINY, head=q_heads.make(head, **HEAD_SETTINGS))
     params = dqn.network(config, env).init(jax.random.PRNGKey(0), jnp.zeros((1, 4)))
     obs = jax.random.normal(jax.random.PRNGKey(1), (64, 4))
     batch = replay.NStep(
@@ -113,7 +139,7 @@ def test_heads_read_back_the_value_they_are_trained_on(head):
         return jax.lax.scan(_step, (params, opt.init(params)), None, length=1000)[0][0]
 
     out = dqn.network(config, env).apply(fit(params), obs)
-    q = q_heads.q_values(head, out, dqn.support(config))
+    q = config.head.q_values(out)
     q_taken = np.take_along_axis(np.asarray(q), np.asarray(batch.action)[:, None], axis=1)
     np.testing.assert_allclose(q_taken, 3.7, atol=0.15)
 

@@ -9,6 +9,7 @@ import pytest
 
 from rljax import envs
 from rljax.agents import ppo
+from rljax.nets import critic_value
 from rljax.train import experiment
 
 TINY = ppo.Config(num_envs=4, num_steps=16, num_epochs=2, num_minibatches=2, hidden=(16, 16))
@@ -31,6 +32,16 @@ def test_update_compiles_once_and_is_deterministic():
     assert int(s1.step) == 2
     for key in ("loss/total", "loss/policy", "loss/value", "loss/entropy", "kl/approx"):
         assert np.isfinite(m1[key]), key
+
+
+def test_critic_value_alone_equals_the_network_value():
+    """The bootstrap values come from the critic alone; they equal the whole network's."""
+    env = envs.make("CartPole-v1")
+    state = ppo.init(TINY, env, jax.random.PRNGKey(0), HP)
+    obs = jax.random.normal(jax.random.PRNGKey(1), (32, 4))
+    _, _, want = ppo.network(TINY, env).apply(state.params, obs)
+    got = critic_value(state.params, obs, TINY.hidden, TINY.activation)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 def test_gaussian_policy_update_runs_on_pendulum():

@@ -21,7 +21,15 @@ HP = sqirl.Hparams(lr=1e-3, gamma=0.9, hl_sigma=0.75)
 
 @pytest.mark.parametrize(
     "field, value, match",
-    [("k", -1, "k=-1"), ("head", "c51", "head='c51' is unknown"), ("buffer_size", 12, "too small")],
+    [
+        ("k", -1, "k=-1"),
+        (
+            "head",
+            q_heads.make("c51"),
+            "head='c51' is unknown; valid: mse, huber, two_hot, hl_gauss",
+        ),
+        ("buffer_size", 12, "too small"),
+    ],
 )
 def test_validate_names_the_bad_field(field, value, match):
     with pytest.raises(ValueError, match=match):
@@ -53,11 +61,10 @@ def test_targets_match_hand_computation():
     seq = replay.sample_sequences(state.buffer, jax.random.PRNGKey(3), 16, TINY.mc_steps)
     y = np.asarray(sqirl.targets(state.params, TINY, env, seq, HP))
     net = sqirl.network(TINY, env)
-    z = q_heads.support(TINY.v_min, TINY.v_max, TINY.num_bins)
 
     def q(level, obs):
         p = jax.tree.map(lambda x: x[level], state.params)
-        return np.asarray(q_heads.q_values(TINY.head, net.apply(p, obs[None]), z))[0]
+        return np.asarray(TINY.head.q_values(net.apply(p, obs[None])))[0]
 
     g = HP.gamma
     for i in range(16):
@@ -75,6 +82,27 @@ def test_targets_match_hand_computation():
         for level in (1, 2):
             want = float(seq.reward[i, 0]) + cont * q(level - 1, seq.next_obs[i, 0]).max()
             np.testing.assert_allclose(y[level, i], want, rtol=1e-5)
+
+
+def test_huber_oracle_uses_its_delta():
+    """The Huber head's threshold reaches SQIRL's loss (it was silently fixed at 1 before)."""
+    env = envs.make("CartPole-v1")
+    state = sqirl.init(TINY, env, jax.random.PRNGKey(2), HP)
+    state, _ = jax.jit(functools.partial(sqirl.update, TINY, env))(state)
+    seq = replay.sample_sequences(state.buffer, jax.random.PRNGKey(3), 16, TINY.mc_steps)
+    y = sqirl.targets(state.params, TINY, env, seq, HP)
+    out = jax.vmap(lambda p: sqirl.network(TINY, env).apply(p, seq.obs[:, 0]))(state.params)
+    a_t = seq.action[:, 0].astype(np.int32)
+    for delta in (0.05, 3.0):
+        config = dataclasses.replace(TINY, head=q_heads.make("huber", huber_delta=delta))
+        loss, _ = sqirl.loss_fn(state.params, config, env, seq, HP)
+        q_t = np.take_along_axis(np.asarray(out[..., 0]), np.asarray(a_t)[None, :, None], 2)
+        td = np.asarray(y) - q_t[..., 0]  # [k + 1, N]
+        huber = np.where(np.abs(td) <= delta, 0.5 * td**2, delta * (np.abs(td) - 0.5 * delta))
+        mask = np.ones_like(td)
+        mask[0] = np.asarray(seq.logp[:, 0] < 0, np.float32)  # level 0: random-policy states
+        want = np.sum((huber * mask).sum(1) / np.maximum(mask.sum(1), 1))
+        np.testing.assert_allclose(float(loss), want, rtol=1e-4)
 
 
 @pytest.mark.timeout(240)
