@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from rljax.agents import learner
 from rljax.lm import device_reward, objective
 from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig
@@ -411,9 +412,7 @@ def train_chunk(
 
     `"eval/pass@1"` is NaN except at the chunk's last update.
     """
-    state, metrics = jax.lax.scan(
-        lambda s, _: update(config, data, s), state, None, length=num_updates
-    )
+    state, metrics = learner.train_chunk(update, config, data, state, num_updates)
     pass1 = evaluate(config, data, state.params, state.step)
     metrics["eval/pass@1"] = jnp.full((num_updates,), jnp.nan).at[-1].set(pass1)
     return state, metrics
