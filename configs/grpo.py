@@ -46,7 +46,7 @@ def get_config(arg: str = "arithmetic"):
     c.model.d_ff = 128 if tiny else 256 if fast else 512  # MLP width
 
     c.sft = ml_collections.ConfigDict()
-    c.sft.steps = 20 if tiny else 600 if fast else 1500  # optimizer steps
+    c.sft.steps = 20 if tiny else 1200 if fast else 1500  # optimizer steps
     c.sft.batch_size = 64
     c.sft.learning_rate = 3e-3
     c.sft.warmup_steps = 5 if tiny else 20
@@ -66,7 +66,7 @@ def get_config(arg: str = "arithmetic"):
         c.sweep[field] = ""
 
     c.run = ml_collections.ConfigDict()
-    c.run.steps = 4 if tiny else 150 if fast else 200  # RL updates per learner
+    c.run.steps = 4 if tiny else 100 if fast else 200  # RL updates per learner
     c.run.chunk_steps = 2 if tiny else 25 if fast else 20  # updates per call; quick eval after each
     c.run.checkpoint_every = 1  # chunks between checkpoints
     c.run.prompts_per_step = 8 if tiny else 16 if fast else 32  # B
