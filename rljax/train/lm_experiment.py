@@ -439,7 +439,7 @@ def run(run_cfg: LMRunConfig):
         "rl_compile_seconds": round(summary.compile_s, 1),
         "rl_seconds": round(summary.run_s, 1),
         "eval_seconds": round(time.perf_counter() - t1, 1),
-        "learners": len(points) * run_cfg.num_seeds,
+        "num_learners": len(points) * run_cfg.num_seeds,
         "rl_steps": summary.updates_done,
         "interrupted": summary.interrupted,
     }
