@@ -11,7 +11,14 @@ The argument is `<task>[,fast|,tiny]`, task in {arithmetic, countdown, strings, 
 Presets (rljax/lm/presets.py): grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo, cispo, nft,
 pacs, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value; `sweep.<field>=a,b`
 sweeps a preset field (numbers or choice names) or the preset itself; every combination x
-`num_seeds` trains together. Timings and results: README and docs/lm.md.
+`num_seeds` trains together.
+
+Measured on the 2-core CPU (docs/lm.md):
+  arithmetic        1 learner, 200 steps: held-out pass@1 0.362 -> 0.558; RL 1031 s at load
+                    5-15 (not re-timed idle); SFT 183 s idle, cached afterwards.
+  arithmetic,fast   the testbed: 5 learners x 100 steps in 133 s (27 s each) + 15 s compile,
+                    GRPO gain +12.1 [+10.6, +13.3] (seeds 100-104) / +21.2 [+20.0, +22.3]
+                    (seeds 0-4) points of held-out pass@1; SFT 51-99 s, cached.
 """
 
 import ml_collections
