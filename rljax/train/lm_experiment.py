@@ -31,7 +31,7 @@ from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
 from rljax.lm.tasks.builders import load_problems
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population
+from rljax.parallel import population, sharding
 from rljax.train import loop
 
 SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
@@ -408,6 +408,8 @@ def run(run_cfg: LMRunConfig):
     mesh = None
     if run_cfg.cpu_devices > 1:
         mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((run_cfg.cpu_devices,), ("seeds",)))
+    if mesh is not None:  # the shared task data (a restored base is committed to one device)
+        data = jax.device_put(data, sharding.replicated(mesh))
     states, shardings = init_learners(agent_cfg, data, hparams, run_cfg, mesh)
     loop_cfg = loop.LoopConfig(
         workdir=run_cfg.workdir,
