@@ -49,6 +49,7 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
+import pickle  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -479,12 +480,27 @@ def _n(v) -> str:
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.2f}"
 
 
+def _cached(args, name: str, compute):
+    """``compute()``, saved to (and with ``--resume`` read back from) workdir/cache/name.pkl."""
+    path = os.path.join(args.workdir, "cache", f"{name}.pkl")
+    if args.resume and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    value = compute()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        pickle.dump(value, f)
+    return value
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--envs", default=",".join(ENVS))
+    # Cheap environments first: a failure shows early; --resume reuses finished ones.
+    p.add_argument("--envs", default=",".join([*list(ENVS)[3:], *list(ENVS)[:3]]))
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--steps", type=int, default=0, help="env steps per agent (0: per env)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resume", action="store_true", help="reuse workdir/cache/ results")
     p.add_argument("--no_tabular", action="store_true", help="skip the rljax.dp horizons")
     p.add_argument("--quick", action="store_true", help="2 seeds, 10k steps, Catch + DeepSea-6")
     p.add_argument("--workdir", default="runs/ablate_effective_horizon")
@@ -508,8 +524,18 @@ def main(argv=None) -> str:
     budgets = {
         e: args.steps or (QUICK["steps"] if args.quick else ENVS[e]["steps"]) for e in env_names
     }
-    horizons = {} if args.no_tabular else exact_horizons(env_names, log)
-    per_env = {e: run_env(e, seeds, budgets[e], args.seed, log) for e in env_names}
+    os.makedirs(args.workdir, exist_ok=True)
+    horizons = (
+        {} if args.no_tabular else _cached(args, "tabular", lambda: exact_horizons(env_names, log))
+    )
+    per_env = {
+        e: _cached(
+            args,
+            f"train_{e}_{seeds}_{budgets[e]}_{args.seed}",
+            lambda e=e: run_env(e, seeds, budgets[e], args.seed, log),
+        )
+        for e in env_names
+    }
     hits = {(e, m): per_env[e][m]["hits"] for e in env_names for m in METHODS}
     corr = correlations(hits, horizons, env_names)
     meta = {

@@ -2,6 +2,7 @@
 
     PYTHONPATH=. nice -n 10 python experiments/ablate_stop_regressing.py            # default
     PYTHONPATH=. python experiments/ablate_stop_regressing.py --quick              # < 1 min idle
+    PYTHONPATH=. python experiments/ablate_stop_regressing.py --studies=losses,acrobot
     PYTHONPATH=. python experiments/ablate_stop_regressing.py --studies=width      # opt-in
     PYTHONPATH=. python experiments/ablate_stop_regressing.py --studies=minatar    # opt-in
 
@@ -17,8 +18,9 @@ Arms (DQN of configs/dqn.py, 51 bins on [v_min, v_max]): MSE, Huber, two-hot CE,
 Studies (``--studies``, comma-separated):
 
 * ``losses`` (default): CartPole-v1 with reward noise std ∈ {0, 1} (Gaussian noise added to the
-  sampled rewards in the TD targets: the "noisy targets" probe) and Acrobot-v1 without; 7 arms ×
-  8 seeds × 100k env steps per agent.
+  sampled rewards in the TD targets: the "noisy targets" probe); 7 arms × 8 seeds × 100k env
+  steps per agent.
+* ``acrobot``: the same 7 arms on Acrobot-v1 without noise.
 * ``width``: CartPole-v1, MSE vs HL-Gauss σ/bin = 0.75, 2-layer MLP widths {64, 256, 1024}.
 * ``minatar``: Breakout-MinAtar and SpaceInvaders-MinAtar, MSE vs HL-Gauss 0.75 vs C51.
 
@@ -71,10 +73,8 @@ ARMS = {
 ALL_LOSSES = ("mse", "huber", "two_hot", "hl_gauss", "c51")
 # study -> list of panels: (env, arms, reward-noise levels, MLP width or None for the config's)
 STUDIES = {
-    "losses": [
-        ("CartPole-v1", ALL_LOSSES, (0.0, 1.0), None),
-        ("Acrobot-v1", ALL_LOSSES, (0.0,), None),
-    ],
+    "losses": [("CartPole-v1", ALL_LOSSES, (0.0, 1.0), None)],
+    "acrobot": [("Acrobot-v1", ALL_LOSSES, (0.0,), None)],
     "width": [("CartPole-v1", ("mse", "hl_gauss_075"), (0.0,), w) for w in (64, 256, 1024)],
     "minatar": [
         (g, ("mse", "hl_gauss_075", "c51"), (0.0,), None)
