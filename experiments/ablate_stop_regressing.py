@@ -32,10 +32,12 @@ interval and P(arm > MSE). The verdict is computed from those intervals (see ``v
 
 Writes results.md, results.json and one curves_<env>_noise<n>.png per panel into --workdir.
 
-Measured time of the default run (`nice -n 10`, the 2-core CPU shared with 4 other engineers'
-jobs, load 5-9): see docs/value_based.md (the script also records its own wall time in
-results.json). Most of it is XLA compilation of the 5 programs per environment, which on the loaded
-machine takes ~1 min each (~5 s idle).
+Measured time (session 4, `nice -n 10`, the 2-core CPU shared with four other engineers' jobs,
+load average 9-12): the default's five CartPole programs took 1210 s (20.2 min) wall clock;
+``--studies=losses,acrobot`` took 33.9 min (995 s of CPU time: the process got about half a
+core). Most of it is XLA compilation (~1-2 min per program on the loaded machine, ~5 s idle) and
+the HL-Gauss program's 48 agents. ``--quick``: ~25 s of CPU time (65 s wall at load 8).
+Results and their reading: docs/value_based.md.
 """
 
 from rljax import xla_flags
