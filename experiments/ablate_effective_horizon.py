@@ -43,7 +43,9 @@ docs/value_based.md and in results.json ("seconds").
 
 from rljax import xla_flags
 
-xla_flags.set_flags()
+# One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
+# compiling (0% CPU for minutes); one small program per process gains little from the pool.
+xla_flags.set_flags(cpu_threads=1)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402

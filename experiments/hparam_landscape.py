@@ -39,7 +39,9 @@ Writes results.md, results.json and landscape_<env>.png into --workdir.
 
 from rljax import xla_flags
 
-xla_flags.set_flags()
+# One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
+# compiling (experiments/ablate_effective_horizon.py); small programs gain little from the pool.
+xla_flags.set_flags(cpu_threads=1)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
