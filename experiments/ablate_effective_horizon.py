@@ -45,18 +45,20 @@ engineers' jobs, load average 7-11): 20.5 min (tabular versions 74 s, Catch 296 
 environments 858 s; details and results in docs/value_based.md).
 """
 
+import sys
+
 from rljax import xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (0% CPU for minutes); one small program per process gains little from the pool.
-xla_flags.set_flags(cpu_threads=1)
+# (Only when this process starts JAX: a test that imports the script keeps its own settings.)
+xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
 import pickle  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402

@@ -37,15 +37,17 @@ configurations); the methods' picks on the test seeds.
 Writes results.md, results.json and landscape_<env>.png into --workdir.
 """
 
+import sys
+
 from rljax import xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (experiments/ablate_effective_horizon.py); small programs gain little from the pool.
-xla_flags.set_flags(cpu_threads=1)
+# (Only when this process starts JAX: a test that imports the script keeps its own settings.)
+xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -245,11 +247,14 @@ def write_outputs(workdir, results, meta) -> str:
     os.makedirs(workdir, exist_ok=True)
     arms, claims, notes = {}, {}, []
     for name, r in results.items():
-        labels = {r["picks"][m]: m for m in r["picks"]}
+        labels = {}
+        for m, i in r["picks"].items():
+            labels.setdefault(i, []).append(m)
         for i in r["test"]:
-            tag = labels.get(i, f"top-{r['top'].index(i) + 1}")
-            if i in r["top"] and i in labels:
-                tag = f"{tag} = top-{r['top'].index(i) + 1}"
+            tags = list(labels.get(i, []))
+            if i in r["top"]:
+                tags.append(f"top-{r['top'].index(i) + 1}")
+            tag = ", ".join(tags)
             arms[f"{name} · config {i} ({tag}) · tuning seeds"] = stats.summarize(r["final"][i])
             arms[f"{name} · config {i} ({tag}) · fresh seeds"] = stats.summarize(r["test"][i])
         claims.update(claims_for(name, r))
