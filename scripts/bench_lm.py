@@ -211,11 +211,16 @@ def bench_vs_sequential(learners: int, steps: int) -> None:
         sequential = sum(
             timed_run([f"--workdir={out}/single{s}", f"--config.seed={s}"]) for s in range(learners)
         )
-        population = timed_run([f"--workdir={out}/pop", f"--config.num_seeds={learners}"])
+        # The population on one CPU device per core (`--cpu_devices`), its layout on this CPU.
+        devices = 2 if learners % 2 == 0 else 1
+        population = timed_run(
+            [f"--workdir={out}/pop", f"--config.num_seeds={learners}", f"--cpu_devices={devices}"]
+        )
     print(
         f"{learners} learners x {steps} RL steps (default arithmetic learner, whole processes, "
         f"compile included): {learners} sequential processes {sequential:.1f} s, one "
-        f"population {population:.1f} s -> population is {sequential / population:.2f}x faster"
+        f"population ({devices} CPU devices) {population:.1f} s -> population is "
+        f"{sequential / population:.2f}x faster"
     )
 
 
