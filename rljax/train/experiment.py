@@ -41,7 +41,10 @@ class RunConfig:
 
 # The only fields of a run that may change when it resumes (the budget, how often it checkpoints,
 # and what it shows); any other change is refused before anything compiles (rljax.io.fingerprint).
-RESUMABLE_FIELDS = ("total_timesteps", "checkpoint_every", "progress")
+RESUMABLE_FIELDS = (
+    "total_timesteps", "checkpoint_every", "progress",
+    "mesh", "sharding_rules",  # checkpoints restore onto meshes of other shapes (tested)
+)  # fmt: skip
 
 
 def config_fingerprint(agent: types.ModuleType, agent_config, run: RunConfig) -> dict:

@@ -89,7 +89,9 @@ def test_nan_stop_writes_outputs_and_claims_only_real_checkpoints(
         assert checkpoints.latest_step(str(tmp_path / "checkpoints")) == last_checkpoint
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["status"] == "nonfinite" and summary["last_checkpoint"] == last_checkpoint
-    assert "loss/value became nan for agent 1" in summary["error"]
+    assert (
+        "loss/value became nan for learner 1 (grid point 0: no sweep; seed 1)" in summary["error"]
+    )
     assert (tmp_path / "metrics.csv").read_text().count("\n") == 1 + 2 * at_call  # header + rows
     assert (tmp_path / "curves.png").stat().st_size > 0
     assert json.loads((tmp_path / "config.json").read_text()) == {"seed": 0, "total_timesteps": 512}
