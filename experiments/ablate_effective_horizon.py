@@ -47,14 +47,13 @@ environments 858 s; details and results in docs/value_based.md).
 
 import sys
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (0% CPU for minutes); one small program per process gains little from the pool.
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
 
-import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
@@ -503,7 +502,7 @@ def _cached(args, name: str, compute):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
     # Cheap environments first: a failure shows early; --resume reuses finished ones.
     p.add_argument("--envs", default=",".join([*list(ENVS)[3:], *list(ENVS)[:3]]))
     p.add_argument("--seeds", type=int, default=5)
@@ -525,6 +524,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> str:
+    cli.quiet_logs()
     args = parse_args(argv)
     t0 = time.perf_counter()
     log = lambda s: print(s, flush=True)  # noqa: E731
@@ -562,4 +562,4 @@ def main(argv=None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

@@ -40,11 +40,10 @@ the HL-Gauss program's 48 agents. ``--quick``: ~25 s of CPU time (65 s wall at l
 Results and their reading: docs/value_based.md.
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
-import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -337,7 +336,7 @@ def write_outputs(workdir: str, results: dict, meta: dict) -> str:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--studies", default="losses", help=f"comma-separated of {', '.join(STUDIES)}")
     p.add_argument("--seeds", type=int, default=8)
     p.add_argument("--steps", type=int, default=0, help="env steps per agent (0: per study)")
@@ -356,6 +355,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> str:
+    cli.quiet_logs()
     args = parse_args(argv)
     t0 = time.perf_counter()
     log = lambda s: print(s, flush=True)  # noqa: E731
@@ -390,4 +390,4 @@ def main(argv=None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

@@ -28,11 +28,10 @@ Measured on the shared 2-core CPU under a load average of ~13 (other jobs runnin
 Writes results.md, results.json, brorl_mass.png and winner_take_all.png into --workdir.
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
-import argparse  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
@@ -200,7 +199,8 @@ def make_multi_train(num_rollouts, steps, lr):
 
 # ------------------------------------------------------------------ main
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workdir", default="runs/brorl_bandit")
     parser.add_argument("--quick", action="store_true", help="3 seeds, fewer sizes and draws")
     parser.add_argument("--seeds", type=int, default=10)
@@ -466,4 +466,4 @@ def plot_multi(args, multi):
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

@@ -46,11 +46,10 @@ Writes results.md, results.json, audit.png (cosine heat map, variance) and audit
 (rljax.stats bands) into --workdir.
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
-import argparse  # noqa: E402
 import functools  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
@@ -475,7 +474,8 @@ CHECK_ARMS = (  # Monte Carlo of rljax's end-to-end loss against the exact enume
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workdir", default="runs/estimator_audit")
     parser.add_argument(
         "--quick", action="store_true", help="3 seeds, 2 group sizes, fewer MC groups"
@@ -769,4 +769,4 @@ def plot(args, table, variance):
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

@@ -42,14 +42,13 @@ Measured time of the default (session 4, ``nice -n 10``, the 2-core CPU shared, 
 
 import sys
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (experiments/ablate_effective_horizon.py); small programs gain little from the pool.
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -372,7 +371,7 @@ def _plot(workdir, results):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--envs", default=DEFAULT_ENVS)
     p.add_argument("--configs", type=int, default=128)
     p.add_argument("--seeds", type=int, default=5, help="tuning seeds")
@@ -393,6 +392,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> str:
+    cli.quiet_logs()
     args = parse_args(argv)
     t0 = time.perf_counter()
     log = lambda s: print(s, flush=True)  # noqa: E731
@@ -419,4 +419,4 @@ def main(argv=None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

@@ -39,11 +39,10 @@ Measured on the shared 2-core CPU under a load average of ~11 (other jobs runnin
 Writes results.md, results.json and kl_bayes.png into --workdir.
 """
 
-from rljax import xla_flags
+from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
-import argparse  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
@@ -226,7 +225,8 @@ def token_mixture_logp(prior_logits, logits, w, seqs, prefix_idx):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workdir", "--outdir", dest="workdir", default="runs/kl_bayes")
     parser.add_argument(
         "--quick", action="store_true", help="V=3, L=4, 3 seeds, 200 steps, 4 methods"
@@ -404,4 +404,4 @@ def write(args, results, curves, times, seconds):
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

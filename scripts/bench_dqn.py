@@ -41,6 +41,8 @@ import subprocess
 import sys
 import time
 
+from rljax import cli
+
 LAYOUTS = ("auto", "default")
 HPARAMS = {"lr": 2.5e-4, "gamma": 0.99, "eps_start": 1.0, "eps_end": 0.05,
            "eps_decay_steps": 250_000, "hl_sigma": 0.75, "reward_noise": 0.0}  # fmt: skip
@@ -151,7 +153,8 @@ def _run_json(cmd: list[str], env: dict, cwd: str | None = None) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", default="1,8", help="comma-separated seed counts")
     parser.add_argument("--layout", default="auto,default", help=f"comma-separated: {LAYOUTS}")
     parser.add_argument("--total_timesteps", type=int, default=500_000)
@@ -218,4 +221,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes

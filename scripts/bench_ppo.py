@@ -41,6 +41,8 @@ import sys
 import tempfile
 import time
 
+from rljax import cli
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLASSIC = {"num_envs": 4, "num_steps": 128, "num_epochs": 4, "num_minibatches": 4}
 HPARAMS = {"lr": 2.5e-4, "clip_eps": 0.2, "ent_coef": 0.01, "vf_coef": 0.5, "gamma": 0.99,
@@ -254,7 +256,8 @@ def env_table(args) -> None:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1,8,64", help="comma-separated seed counts")
     parser.add_argument("--repeats", type=int, default=2, help="alternating rounds per count")
     parser.add_argument("--envs", default="", help="comma-separated env counts (env stepping)")
@@ -294,4 +297,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli.main(main)  # one-line errors (--debug: traceback), exit codes
