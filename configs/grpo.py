@@ -53,6 +53,7 @@ def get_config(arg: str = "arithmetic"):
     c.model.d_ff = 128 if tiny else 256 if fast else 512  # MLP width
 
     c.sft = ml_collections.ConfigDict()
+    c.sft.seed = 0  # the base model's seed (learners of every seed share one base)
     c.sft.steps = 20 if tiny else 1200 if fast else 1500  # optimizer steps
     c.sft.batch_size = 64
     c.sft.learning_rate = 3e-3

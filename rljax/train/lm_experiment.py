@@ -228,7 +228,7 @@ def build(run: LMRunConfig, points: list[dict]):
     model = TransformerConfig(
         max_len=prompt_length(task) + completion_length(task), **dict(run.model)
     )
-    sft_cfg = sft.SFTConfig(seed=run.seed, **dict(run.sft))
+    sft_cfg = sft.SFTConfig(**dict(run.sft))  # its own seed: every learner seed shares the base
     base_params, info = base_model.train_or_load(model, sft_cfg, task, train, run.base_cache_dir)
     values = resolved_points(run, points)
     agent_cfg = static_config(run, values, model)
