@@ -404,4 +404,4 @@ def write(args, results, curves, times, seconds):
 
 
 if __name__ == "__main__":
-    cli.main(main)  # one-line errors (--debug: traceback), exit codes
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes

@@ -221,4 +221,4 @@ def main():
 
 
 if __name__ == "__main__":
-    cli.main(main)  # one-line errors (--debug: traceback), exit codes
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
