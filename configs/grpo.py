@@ -37,7 +37,8 @@ def get_config(arg: str = "arithmetic"):
     tiny, fast = "tiny" in flags, "fast" in flags
     c = ml_collections.ConfigDict()
     c.task = task  # arithmetic | countdown | strings | equation
-    c.max_level = 2 if fast else 0  # train/test on levels <= this (0 = all)
+    c.max_level = 2 if fast else 0  # SFT, RL and test on levels <= this (0 = all)
+    c.min_level = 1  # RL and test only on levels >= this (a hard split; the SFT base sees all)
     c.preset = "grpo"  # the preset of every learner unless swept
     c.seed = 0  # learner s of each grid point uses seed + s
     c.num_seeds = 1  # learners per grid point

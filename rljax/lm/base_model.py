@@ -22,14 +22,21 @@ from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED, _TaskBuilder
 _VERSION = 1  # bump when the model or SFT code changes what a config produces
 
 
-def cache_key(model_cfg: TransformerConfig, sft_cfg: sft.SFTConfig, task: Task) -> str:
-    """A short hash of the model config, SFT config, task name and dataset version."""
+def cache_key(
+    model_cfg: TransformerConfig, sft_cfg: sft.SFTConfig, task: Task, problems: list[Problem]
+) -> str:
+    """A short hash of the model config, SFT config, task name, dataset version and the very
+    problems the base is trained on (so bases of different level ranges never share a cache)."""
+    digest = hashlib.sha256(
+        "\n".join(f"{p.level}|{p.prompt}|{p.answer}" for p in problems).encode()
+    ).hexdigest()
     blob = json.dumps(
         {
             "model": dataclasses.asdict(model_cfg),
             "sft": dataclasses.asdict(sft_cfg),
             "task": task.name,
             "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
+            "problems": digest,
             "version": _VERSION,
         },
         sort_keys=True,
@@ -45,7 +52,9 @@ def train_or_load(
     cache_dir: str,
 ):
     """Returns (params, info); info["cached"] says whether the base came from `cache_dir`."""
-    directory = os.path.join(cache_dir, f"{task.name}-{cache_key(model_cfg, sft_cfg, task)}")
+    directory = os.path.join(
+        cache_dir, f"{task.name}-{cache_key(model_cfg, sft_cfg, task, problems)}"
+    )
     checkpointer = Checkpointer(directory, max_to_keep=1)
     if checkpointer.latest_step() is not None:
         like = init_params(model_cfg, jax.random.key(0))

@@ -48,7 +48,7 @@ class LMRunConfig:
     """Everything a population run needs, converted from the config file at the entry point."""
 
     task: str  # a key of rljax.lm.tasks.TASKS
-    max_level: int  # train / evaluate on levels <= this (0 = all)
+    max_level: int  # SFT, RL and evaluation on levels <= this (0 = all)
     preset: str  # the default preset of every grid point
     rl: tuple[tuple[str, object], ...]  # overrides of preset fields (None = preset value)
     sweep: tuple[tuple[str, str], ...]  # field -> "a,b,..." ("" = not swept)
@@ -75,6 +75,10 @@ class LMRunConfig:
     resume: bool = False
     progress: bool = True
     cpu_devices: int = 1  # shard the learners over this many devices ("seeds" mesh axis)
+    min_level: int = 1  # RL and evaluation only on levels >= this (the SFT base sees all)
+    # Explicit grid points (a fractional design), each a tuple of (field, value) pairs naming the
+    # same fields; used instead of the full product of `sweep` (which must then be empty).
+    design: tuple[tuple[tuple[str, object], ...], ...] = ()
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -86,6 +90,7 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
     return LMRunConfig(
         task=config.task,
         max_level=config.max_level,
+        min_level=config.min_level,
         preset=config.preset,
         rl=tuple(config.rl.items()),
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
@@ -133,12 +138,34 @@ def _parse(field: str, text: str) -> list:
 
 
 def grid(run: LMRunConfig) -> list[dict]:
-    """Grid points: one dict per combination of swept values (the fields that are swept)."""
+    """Grid points: `run.design` if given, else one dict per combination of swept values."""
     sweep = {k: _parse(k, v) for k, v in run.sweep if v.strip()}
+    if run.design:
+        return _design(run.design, sweep)
     unknown = sorted(set(sweep) - set(SWEEPABLE))
     if unknown:
         raise ValueError(f"sweep.{unknown[0]} cannot be swept; valid: {', '.join(SWEEPABLE)}")
     return [dict(zip(sweep, combo, strict=True)) for combo in itertools.product(*sweep.values())]
+
+
+def _design(design, sweep: dict) -> list[dict]:
+    if sweep:
+        raise ValueError(
+            f"sweep.{next(iter(sweep))} is set together with an explicit design; give one of them"
+        )
+    points = [dict(p) for p in design]
+    for i, point in enumerate(points):
+        unknown = sorted(set(point) - set(SWEEPABLE))
+        if unknown:
+            raise ValueError(
+                f"design point {i} names {unknown[0]!r}; valid fields: {', '.join(SWEEPABLE)}"
+            )
+        if set(point) != set(points[0]):
+            raise ValueError(
+                f"design point {i} names {sorted(point)}, point 0 names {sorted(points[0])}; "
+                "every point must name the same fields"
+            )
+    return points
 
 
 def resolved_points(run: LMRunConfig, points: list[dict]) -> list[dict]:
@@ -162,6 +189,9 @@ def validate(run: LMRunConfig) -> list[dict]:
         raise ValueError(
             f"max_level={run.max_level} is invalid; allowed: 0..{TASKS[run.task].num_levels}"
         )
+    top = run.max_level or TASKS[run.task].num_levels
+    if isinstance(run.min_level, bool) or not 1 <= run.min_level <= top:
+        raise ValueError(f"min_level={run.min_level!r} is invalid; allowed: 1..{top} (max_level)")
     for name in ("num_seeds", "steps", "chunk_steps", "checkpoint_every", "prompts_per_step"):
         _positive(name, getattr(run, name))
     for name in ("oversample", "eval_problems", "final_problems", "final_samples"):
@@ -208,10 +238,14 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
     )
 
 
-def _split(run: LMRunConfig, split: str):
+def _split(run: LMRunConfig, split: str, min_level: int = 1):
     task = TASKS[run.task]
     max_level = run.max_level or task.num_levels
-    problems = [p for p in load_problems(task.name, split, run.data_dir) if p.level <= max_level]
+    problems = [
+        p
+        for p in load_problems(task.name, split, run.data_dir)
+        if min_level <= p.level <= max_level
+    ]
     return sorted(problems, key=lambda p: (p.level, p.prompt)) if split == "test" else problems
 
 
@@ -224,12 +258,16 @@ def spread(problems: list, count: int) -> list:
 def build(run: LMRunConfig, points: list[dict]):
     """Problems, the cached base and the population's static config and hyperparameters."""
     task = TASKS[run.task]
-    train, test = _split(run, "train"), _split(run, "test")
+    sft_problems = _split(run, "train")  # the base sees every level up to max_level
+    train = [p for p in sft_problems if p.level >= run.min_level]
+    test = _split(run, "test", run.min_level)
     model = TransformerConfig(
         max_len=prompt_length(task) + completion_length(task), **dict(run.model)
     )
     sft_cfg = sft.SFTConfig(**dict(run.sft))  # its own seed: every learner seed shares the base
-    base_params, info = base_model.train_or_load(model, sft_cfg, task, train, run.base_cache_dir)
+    base_params, info = base_model.train_or_load(
+        model, sft_cfg, task, sft_problems, run.base_cache_dir
+    )
     values = resolved_points(run, points)
     agent_cfg = static_config(run, values, model)
     quick = spread(test, run.eval_problems)

@@ -41,5 +41,9 @@ def test_sft_lowers_nll_and_base_is_cached(tmp_path):
     assert info2["cached"] and info2["path"] == info["path"]
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(again), strict=True):
         np.testing.assert_array_equal(a, b)
-    other = base_model.cache_key(model, sft.SFTConfig(steps=41), task)
-    assert other != base_model.cache_key(model, longer, task)
+    other = base_model.cache_key(model, sft.SFTConfig(steps=41), task, problems)
+    assert other != base_model.cache_key(model, longer, task, problems)
+    # a base trained on other problems (e.g. another level range) never shares the cache
+    assert base_model.cache_key(model, longer, task, problems[:-1]) != base_model.cache_key(
+        model, longer, task, problems
+    )

@@ -1,0 +1,163 @@
+"""Shared pieces of the LM reproduction scripts: arms trained as populations on the RLVR testbed.
+
+A script names its arms as explicit design points of one learner (`rljax.train.lm_experiment`'s
+``design``: fields of `rljax.lm.presets`), groups them into populations (one per SFT base, since a
+population shares its base, and one per static shape: learners that sample dynamically oversample
+every member of their population, so they train apart), trains each population in one compiled
+program through `rljax.train.lm_experiment.run`, and reads back per learner the held-out
+evaluation (each population's results.json) and the training curves (its metrics.jsonl).
+
+The testbed is `configs/grpo.py:arithmetic,fast` (``--quick``: ``arithmetic,tiny``). Populations
+live in sub-directories of the script's work directory; a finished population is not rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import time
+
+import numpy as np
+
+from rljax import cli, stats
+from rljax.train import lm_experiment
+
+_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
+# Training metrics read back per learner (`rljax.agents.grpo` metric keys).
+CURVE_KEYS = ("entropy", "response/length", "groups/zero_var_frac", "correct/mean", "pass@1/mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class Population:
+    """Arms that train together: one SFT base, one static shape."""
+
+    name: str  # sub-directory of the work directory
+    arms: dict[str, dict]  # arm label -> design point (every point names the same fields)
+    sft: dict = dataclasses.field(default_factory=dict)  # overrides of the testbed's SFT config
+    run: dict = dataclasses.field(default_factory=dict)  # overrides of config fields (min_level…)
+
+
+def add_flags(parser: cli.ArgumentParser, workdir: str, seeds: int, steps: int) -> None:
+    """The flags every LM reproduction script shares."""
+    parser.add_argument("--workdir", default=workdir)
+    parser.add_argument("--quick", action="store_true", help="tiny model, 3 seeds, 2 steps")
+    parser.add_argument("--seeds", type=int, default=seeds, help="learners per arm")
+    parser.add_argument("--seed", type=int, default=0, help="learner s uses seed + s")
+    parser.add_argument("--steps", type=int, default=steps, help="RL updates per learner")
+    parser.add_argument("--no_progress", action="store_true")
+
+
+def check_flags(parser: cli.ArgumentParser, args) -> None:
+    """Validates the shared flags before anything is built; `--quick` shrinks the budget."""
+    if args.quick:
+        args.seeds, args.steps = 3, 2
+    for name, low in (("seeds", 3), ("steps", 1), ("seed", 0)):
+        value = getattr(args, name)
+        if value < low:
+            parser.error(f"--{name}={value} is invalid; allowed: an integer >= {low}")
+    cli.check_workdir("--workdir", args.workdir)
+
+
+def testbed(args, pop: Population, *, chunk_steps: int, final_samples: int, final_problems: int):
+    """The run config of one population on the testbed (validated, nothing built)."""
+    spec = importlib.util.spec_from_file_location("grpo_config", _CONFIG)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config("arithmetic,tiny" if args.quick else "arithmetic,fast")
+    config.preset = "lite_ppo"  # every design point overrides what it changes from here
+    config.num_seeds, config.seed, config.run.steps = args.seeds, args.seed, args.steps
+    config.run.chunk_steps = min(chunk_steps, args.steps) if not args.quick else 1
+    config.progress = not args.no_progress
+    config.eval.num_samples = 4 if args.quick else final_samples
+    config.eval.num_problems = 8 if args.quick else final_problems
+    for key, value in pop.sft.items():
+        config.sft[key] = max(value // 50, 2) if args.quick and key == "steps" else value
+    if args.quick:  # tests: keep the throw-away bases out of the shared cache
+        config.base_cache_dir = os.path.join(args.workdir, "lm_base")
+    for key, value in pop.run.items():
+        config[key] = value
+    run = lm_experiment.from_config(config, workdir=os.path.join(args.workdir, pop.name))
+    run = dataclasses.replace(run, design=tuple(tuple(p.items()) for p in pop.arms.values()))
+    lm_experiment.validate(run)
+    return run
+
+
+def train(args, pops: list[Population], **testbed_kwargs) -> dict:
+    """Trains every population (finished ones are read back); returns per-arm learner results.
+
+    Returns:
+      {"arms": {label: {"learners": [eval dict per seed], "curves": {key: [S, U]},
+       "base": eval dict, "population": name}}, "updates": [U], "seconds": {name: s}}.
+    """
+    runs = [testbed(args, pop, **testbed_kwargs) for pop in pops]  # all validated first
+    arms, seconds, updates = {}, {}, None
+    for pop, run in zip(pops, runs, strict=True):
+        t0 = time.perf_counter()
+        lm_experiment.run(run)
+        seconds[pop.name] = round(time.perf_counter() - t0, 1)
+        with open(os.path.join(run.workdir, "results.json")) as f:
+            res = json.load(f)
+        updates, curves = read_curves(run.workdir, len(pop.arms), args.seeds)
+        for g, label in enumerate(pop.arms):
+            arms[label] = {
+                "learners": res["learners"][g * args.seeds : (g + 1) * args.seeds],
+                "curves": {k: v[g] for k, v in curves.items()},
+                "base": res["base"],
+                "population": pop.name,
+                "hparams": res["arms"][list(res["arms"])[g]]["hparams"],
+            }
+    return {"arms": arms, "updates": updates, "seconds": seconds}
+
+
+def read_curves(workdir: str, num_points: int, num_seeds: int):
+    """Per-learner training curves from metrics.jsonl: (updates [U], {key: [G, S, U]})."""
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    updates = sorted({r["update"] for r in rows})
+    index = {u: i for i, u in enumerate(updates)}
+    curves = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in CURVE_KEYS}
+    for r in rows:
+        for k in CURVE_KEYS:
+            value = r.get(k)
+            if value is not None:
+                curves[k][r["grid"], r["seed"], index[r["update"]]] = value
+    return np.asarray(updates), curves
+
+
+def final(arm: dict, key: str) -> list[float]:
+    """One held-out evaluation number per seed (e.g. "pass@1", "pass@16")."""
+    return [float(m[key]) for m in arm["learners"]]
+
+
+def late(arm: dict, key: str, fraction: float = 0.2) -> list[float]:
+    """A training metric per seed, averaged over the last `fraction` of updates."""
+    values = arm["curves"][key]
+    width = max(1, int(round(values.shape[1] * fraction)))
+    return [float(np.nanmean(v[-width:])) for v in values]
+
+
+def summaries(arms: dict, metrics: dict) -> dict:
+    """{arm: {metric name: summarize(per-seed values)}} for `metrics = {name: fn(arm) -> list}`."""
+    return {
+        label: {name: stats.summarize(fn(arm)) for name, fn in metrics.items()}
+        for label, arm in arms.items()
+    }
+
+
+def table(rows: dict, columns: list[str], digits: int = 3) -> list[str]:
+    """Markdown table lines: one row per arm, `mean [95% CI]` per column."""
+    lines = ["| arm | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for label, row in rows.items():
+        cells = [stats.format_interval(row[c], digits=digits) for c in columns]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def difference_line(name: str, c: dict, digits: int = 3) -> str:
+    lo, hi = c["diff_ci"]
+    return (
+        f"| {name} | {c['diff']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}] | "
+        f"{c['prob_improvement']:.2f} |"
+    )
