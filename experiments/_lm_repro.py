@@ -26,7 +26,10 @@ from rljax.train import lm_experiment
 
 _CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
 # Training metrics read back per learner (`rljax.agents.grpo` metric keys).
-CURVE_KEYS = ("entropy", "response/length", "groups/zero_var_frac", "correct/mean", "pass@1/mean")
+CURVE_KEYS = (
+    "entropy", "response/length", "groups/zero_var_frac", "groups/zero_adv_frac", "correct/mean",
+    "pass@1/mean", "groups/kept_frac",
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +126,11 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
             value = r.get(k)
             if value is not None:
                 curves[k][r["grid"], r["seed"], index[r["update"]]] = value
+    # An update that kept no group (dynamic sampling found none with mixed rewards) trained on
+    # nothing: its per-token metrics are zeros of an empty batch, not measurements.
+    empty = curves["groups/kept_frac"] == 0
+    for k in ("entropy", "groups/zero_adv_frac"):
+        curves[k][empty] = np.nan
     return np.asarray(updates), curves
 
 
@@ -161,3 +169,22 @@ def difference_line(name: str, c: dict, digits: int = 3) -> str:
         f"| {name} | {c['diff']:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}] | "
         f"{c['prob_improvement']:.2f} |"
     )
+
+
+def effect(a: list, b: list) -> dict:
+    """`stats.compare(a, b)` plus its sign: "+" / "-" when the 95% interval excludes 0, else "0"."""
+    c = stats.compare(a, b)
+    lo, hi = c["diff_ci"]
+    c["sign"] = "+" if lo > 0 else "-" if hi < 0 else "0"
+    return c
+
+
+def overall(claims: dict) -> str:
+    """One verdict for several claims: theirs if they agree, else "partly"."""
+    found = {v for v, _ in claims.values()}
+    return found.pop() if len(found) == 1 else "partly"
+
+
+def chunk_ends(updates: np.ndarray, chunk: int) -> np.ndarray:
+    """Indices of the updates that end a chunk (where the quick evaluation ran)."""
+    return np.flatnonzero(updates % chunk == 0) if chunk > 1 else np.arange(len(updates))

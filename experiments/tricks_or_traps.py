@@ -29,7 +29,6 @@ import os  # noqa: E402
 import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
-import numpy as np  # noqa: E402
 
 from rljax import stats  # noqa: E402
 
@@ -64,13 +63,6 @@ def populations(quick: bool) -> list[repro.Population]:
     return pops
 
 
-def _effect(a: list, b: list) -> dict:
-    c = stats.compare(a, b)
-    lo, hi = c["diff_ci"]
-    c["sign"] = "+" if lo > 0 else "-" if hi < 0 else "0"
-    return c
-
-
 def verdicts(arms: dict) -> tuple[dict, list[str]]:
     """The three claims, each decided by 95% intervals of differences over seeds."""
     p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
@@ -79,13 +71,13 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
     for init in INITS:
         for rival in ("GRPO norm", "DAPO"):
             name = f"Lite PPO vs {rival} [{init}] (pass@1)"
-            comparisons[name] = _effect(p1[f"Lite PPO [{init}]"], p1[f"{rival} [{init}]"])
+            comparisons[name] = repro.effect(p1[f"Lite PPO [{init}]"], p1[f"{rival} [{init}]"])
         name = f"sequence vs token [{init}] (pass@1)"
-        comparisons[name] = _effect(
+        comparisons[name] = repro.effect(
             p1[f"GRPO norm, sequence-level [{init}]"], p1[f"GRPO norm [{init}]"]
         )
         name = f"clip-higher vs 0.2 [{init}] (entropy)"
-        comparisons[name] = _effect(
+        comparisons[name] = repro.effect(
             ent[f"GRPO norm, clip-higher [{init}]"], ent[f"GRPO norm [{init}]"]
         )
     signs = {k: c["sign"] for k, c in comparisons.items()}
@@ -135,14 +127,9 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
     return {"claims": claims, "comparisons": comparisons}, lines
 
 
-def overall(claims: dict) -> str:
-    found = {v for v, _ in claims.values()}
-    return found.pop() if len(found) == 1 else "partly"
-
-
 def plots(result: dict, workdir: str, chunk: int) -> None:
     updates = result["updates"]
-    ends = np.flatnonzero(updates % chunk == 0) if len(updates) > 1 else np.arange(len(updates))
+    ends = repro.chunk_ends(updates, chunk)
     for init in INITS:
         mine = {k: a for k, a in result["arms"].items() if k.endswith(f"[{init}]")}
         stats.plot_bands(
@@ -216,7 +203,7 @@ def main(argv=None):
         claim="Lite PPO matches or beats GRPO and DAPO; token-level aggregation suits the base "
         "model, sequence-level the aligned one; clip-higher mainly protects the aligned model's "
         "entropy.",
-        verdict=overall(decided["claims"]),
+        verdict=repro.overall(decided["claims"]),
         reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
         arms={k: r["pass@1"] for k, r in rows.items()},
         metric="held-out pass@1",

@@ -390,11 +390,25 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
             "adv/abs_mean": jnp.sum(jnp.abs(batch["adv"]) * valid) / jnp.maximum(valid.sum(), 1),
             "groups/kept_frac": jnp.mean(ro.group_valid),
             "groups/zero_var_frac": jnp.mean(jnp.std(ro.rewards, axis=1) == 0),
+            "groups/zero_adv_frac": zero_advantage_share(
+                batch["adv"].reshape(-1, G), ro.group_valid
+            ),
             "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
         }
     )
     new_state = State(params, opt_state, state.key, state.step + 1, hp)
     return new_state, metrics
+
+
+def zero_advantage_share(adv: jax.Array, group_valid: jax.Array) -> jax.Array:
+    """Share of the trained groups whose advantages are all zero: they give no policy gradient.
+
+    Args:
+      adv: `[B, G]` advantages.
+      group_valid: `[B]` 1 for a trained group (dynamic sampling drops the others).
+    """
+    zero = jnp.all(jnp.abs(adv) < 1e-6, axis=1)
+    return jnp.sum(zero * group_valid) / jnp.maximum(jnp.sum(group_valid), 1)
 
 
 def evaluate(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:

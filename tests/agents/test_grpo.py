@@ -192,3 +192,18 @@ def test_preset_values_and_errors():
         presets.check(presets.resolve("grpo", num_epochs=0))
     with pytest.raises(ValueError, match="not divisible by the minibatch schedule"):
         grpo.validate(CONFIG.__class__(**{**CONFIG.__dict__, "max_minibatches": 2}))
+
+
+def test_zero_advantage_share_counts_groups_without_gradient():
+    # groups: all wrong, mixed, all right, all wrong but dropped by dynamic sampling
+    rewards = jnp.asarray([[0.0] * 8, [1.0] + [0.0] * 7, [1.0] * 8, [0.0] * 8])
+    mask = jnp.ones_like(rewards)
+    valid = jnp.asarray([1.0, 1.0, 1.0, 0.0])
+    grpo_adv = returns.grpo_advantages(rewards, mask)
+    ngrpo_adv = returns.ngrpo_advantages(rewards, mask, r_max=1.0)
+    # GRPO: the all-wrong and all-right trained groups carry nothing (2 of 3)
+    np.testing.assert_allclose(grpo.zero_advantage_share(grpo_adv, valid), 2 / 3, rtol=1e-6)
+    # NGRPO's virtual r_max sample gives the all-wrong group A = -1/3; all-right stays 0
+    np.testing.assert_allclose(ngrpo_adv[0], -1 / 3, rtol=1e-5)
+    np.testing.assert_allclose(grpo.zero_advantage_share(ngrpo_adv, valid), 1 / 3, rtol=1e-6)
+    assert float(grpo.zero_advantage_share(grpo_adv, jnp.zeros(4))) == 0.0

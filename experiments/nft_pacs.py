@@ -1,0 +1,181 @@
+"""NFT ≡ GRPO on policy (#210), then GRPO, NFT, PACS (#85) and CISPO (#54) trained as one
+population on the RLVR testbed, compared on pass@1 and pass@k up to k = 256.
+
+    PYTHONPATH=. python experiments/nft_pacs.py --workdir runs/nft_pacs
+    PYTHONPATH=. python experiments/nft_pacs.py --workdir /tmp/nft_pacs --quick
+
+Part (i), exact: on random on-policy batches (π_old = π_θ, 64 groups of 8 with 0/1 rewards and
+lengths 1-5) the gradient of rljax's NFT loss is compared with the policy gradient under
+GRPO's and Dr.GRPO's advantages (`estimator_audit.nft_identity_check`). NFT's on-policy
+gradient is −∇log π on positives and r_q/(1 − r_q)·∇log π on negatives (r_q the prompt's
+accuracy): times (1 − r_q) it is Dr.GRPO's −(r_i − r_q)∇log π exactly; GRPO's additionally
+divides by the group std, so the identity needs the per-prompt weight sqrt((1 − r_q)/r_q) with
+the population std (ddof = 0), and sqrt((1 − r_q)/r_q)·sqrt((G − 1)/G) with rljax's default
+ddof = 1. Unweighted, the directions differ whenever prompts' accuracies differ (cosine reported).
+
+Part (ii): the presets `grpo` (k3 KL 0.04 in the loss, sequence-mean aggregation), `nft`, `pacs`
+and `cispo` as named in `rljax.lm.presets` (2 epochs × 2 minibatches, lr 3e-4), one population on
+`configs/grpo.py:arithmetic,fast`; held-out pass@k for k = 1..256 from n = 256 samples on 64
+problems spread over levels 1-2 (unbiased estimator), over seeds.
+
+Measured on the shared 2-core CPU: see results.md (timings). Writes results.md, results.json and
+pass_at_k.png.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import os  # noqa: E402
+import time  # noqa: E402
+
+import _lm_repro as repro  # noqa: E402
+import estimator_audit  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rljax import stats  # noqa: E402
+
+PRESETS = ("grpo", "nft", "pacs", "cispo")
+
+
+def identity(seeds: int) -> dict:
+    """Part (i) over `seeds` random batches: the largest relative differences and cosines."""
+    checks = [estimator_audit.nft_identity_check(seed=s) for s in range(seeds)]
+    return {k: [c[k] for c in checks] for k in checks[0]}
+
+
+def verdicts(arms: dict, exact: dict, n: int) -> tuple[dict, list[str]]:
+    top = {k: repro.final(a, f"pass@{n}") for k, a in arms.items()}
+    p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
+    comparisons = {
+        f"pacs vs grpo (pass@{n})": repro.effect(top["pacs"], top["grpo"]),
+        f"pacs vs nft (pass@{n})": repro.effect(top["pacs"], top["nft"]),
+        "nft vs grpo (pass@1)": repro.effect(p1["nft"], p1["grpo"]),
+        "pacs vs grpo (pass@1)": repro.effect(p1["pacs"], p1["grpo"]),
+        "cispo vs grpo (pass@1)": repro.effect(p1["cispo"], p1["grpo"]),
+    }
+    worst = max(max(exact["grpo_ddof0_max_rel_diff"]), max(exact["grpo_ddof1_max_rel_diff"]))
+    worst = max(worst, max(exact["dr_grpo_max_rel_diff"]))
+    cos = exact["unweighted_vs_grpo_cosine"]
+    if worst < 1e-4:
+        v1 = "reproduced"
+        why1 = (
+            f"weighted NFT equals GRPO/Dr.GRPO to {worst:.1e} relative; unweighted cosine "
+            f"{min(cos):.3f}-{max(cos):.3f}"
+        )
+    else:
+        v1, why1 = "contradicted", f"the gradients differ by {worst:.1e} relative"
+    signs = [comparisons[f"pacs vs {r} (pass@{n})"]["sign"] for r in ("grpo", "nft")]
+    if signs == ["+", "+"]:
+        v2, why2 = "reproduced", f"PACS has the higher pass@{n} than GRPO and NFT"
+    elif "+" not in signs and "-" in signs:
+        v2, why2 = "contradicted", f"PACS − GRPO is {signs[0]}, PACS − NFT is {signs[1]}"
+    elif signs == ["0", "0"]:
+        v2, why2 = "not at this scale", f"PACS ties GRPO and NFT at pass@{n}"
+    else:
+        v2, why2 = "partly", f"PACS − GRPO is {signs[0]}, PACS − NFT is {signs[1]}"
+    claims = {
+        "on policy, NFT's gradient equals GRPO's up to the normalization": (v1, why1),
+        f"PACS has the better pass@{n}": (v2, why2),
+    }
+    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
+    return {"claims": claims, "comparisons": comparisons}, lines
+
+
+def plot(arms: dict, workdir: str, n: int) -> None:
+    """pass@k over seeds (95% bands) at k = 1, 2, 4, …, n, with the base for reference."""
+    first = next(iter(arms.values()))
+    ks = np.asarray(first["learners"][0]["pass_at_k"]["k"])
+    pick = np.flatnonzero(np.log2(ks) == np.round(np.log2(ks)))
+    curves = {
+        name: np.asarray([m["pass_at_k"]["pass"] for m in a["learners"]])[:, pick]
+        for name, a in arms.items()
+    }
+    curves["base"] = np.tile(np.asarray(first["base"]["pass_at_k"]["pass"])[pick], (2, 1))
+    stats.plot_bands(
+        np.log2(ks[pick]),
+        curves,
+        os.path.join(workdir, "pass_at_k.png"),
+        title=f"GRPO, NFT, PACS, CISPO: held-out pass@k (n = {n})",
+        xlabel="log2 k",
+        ylabel="pass@k",
+    )
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    repro.add_flags(parser, "runs/nft_pacs", seeds=5, steps=100)
+    parser.add_argument("--identity_batches", type=int, default=10, help="random batches, (i)")
+    args = parser.parse_args(argv)
+    repro.check_flags(parser, args)
+    if args.identity_batches < 3:
+        parser.error(f"--identity_batches={args.identity_batches} is invalid; allowed: >= 3")
+    start = time.perf_counter()
+    exact = identity(3 if args.quick else args.identity_batches)
+    pop = repro.Population("population", {p: {"preset": p} for p in PRESETS})
+    result = repro.train(args, [pop], chunk_steps=25, final_samples=256, final_problems=64)
+    arms = result["arms"]
+    n = 4 if args.quick else 256
+    columns = {f"pass@{k}": (lambda a, k=k: repro.final(a, f"pass@{k}")) for k in (1, 16, n)}
+    columns["distinct correct"] = lambda a: repro.final(a, "distinct_correct_per_problem")
+    columns["entropy"] = lambda a: repro.late(a, "entropy")
+    rows = repro.summaries(arms, columns)
+    decided, claim_lines = verdicts(arms, exact, n)
+    seconds = round(time.perf_counter() - start, 1)
+    base = next(iter(arms.values()))["base"]
+    notes = [
+        "Per-claim verdicts (95% bootstrap intervals of differences over seeds; '+'/'-' when "
+        "the interval excludes 0):",
+        "",
+        *claim_lines,
+        "",
+        f"Part (i) over {len(exact['dr_grpo_max_rel_diff'])} random on-policy batches: largest "
+        "relative gradient difference NFT·(1 − r_q) vs Dr.GRPO "
+        f"{max(exact['dr_grpo_max_rel_diff']):.1e}; NFT·sqrt((1 − r_q)/r_q) vs GRPO (ddof 0) "
+        f"{max(exact['grpo_ddof0_max_rel_diff']):.1e}; with sqrt((G − 1)/G) vs GRPO (ddof 1) "
+        f"{max(exact['grpo_ddof1_max_rel_diff']):.1e}; unweighted NFT vs GRPO cosine "
+        f"{min(exact['unweighted_vs_grpo_cosine']):.3f}-"
+        f"{max(exact['unweighted_vs_grpo_cosine']):.3f}.",
+        "",
+        f"Base: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f} "
+        f"({base['num_problems']} held-out problems, n = {n}).",
+        "",
+        *repro.table(rows, list(next(iter(rows.values())))),
+        "",
+        "| comparison | difference [95% CI] | P(improvement) |",
+        "|---|---|---|",
+        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
+        "",
+        f"{args.seeds} seeds per arm, {args.steps} RL updates per learner, one population. Wall "
+        f"clock {seconds:.0f} s (population: {result['seconds']}).",
+    ]
+    text = stats.write_results(
+        args.workdir,
+        title="NFT ≡ GRPO (#210); GRPO vs NFT vs PACS (#85) vs CISPO (#54)",
+        claim="On policy NFT's gradient is GRPO's up to the normalization; trained, PACS has "
+        "the better pass@256.",
+        verdict=repro.overall(decided["claims"]),
+        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
+        arms={k: r[f"pass@{n}"] for k, r in rows.items()},
+        metric=f"held-out pass@{n}",
+        extra={
+            "identity": exact,
+            "table": rows,
+            "claims": decided["claims"],
+            "comparisons": decided["comparisons"],
+            "base": {k: v for k, v in base.items() if k != "pass_at_k"},
+            "seconds": seconds,
+            "population_seconds": result["seconds"],
+            "seeds": args.seeds,
+            "steps": args.steps,
+        },
+        notes=notes,
+    )
+    plot(arms, args.workdir, n)
+    print(text)
+    return args.workdir
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes

@@ -1,0 +1,200 @@
+"""NGRPO (#93 in PAPERS.md) on a hard split where most groups are all wrong: advantage calibration
+× asymmetric clip, against GRPO and DAPO's dynamic sampling, as populations on the RLVR testbed.
+
+    PYTHONPATH=. python experiments/ngrpo_hard.py --workdir runs/ngrpo_hard
+    PYTHONPATH=. python experiments/ngrpo_hard.py --workdir /tmp/ngrpo --quick
+
+The base is the testbed model (`configs/grpo.py:arithmetic,fast`: 2 layers, d 64) SFT-trained on
+all three arithmetic levels (1,200 steps, sloppy traces); RL trains and evaluates on level 3 only
+(``min_level=3``), where the base solves about one problem in ten, so many groups of 8 samples
+are all wrong and give GRPO no gradient. Arms (2 × 2 plus DAPO, no KL, 2 epochs × 2 minibatches,
+lr 3e-4, token-level mean): advantage {GRPO's group mean+std, NGRPO's calibration with a virtual
+r_max sample in the group statistics} × clip {symmetric ε = 0.2, asymmetric ε_low 0.16 /
+ε_high 0.24 (looser for A > 0, tighter for A < 0; the paper's values are not given, these are
+ours)}; DAPO = GRPO advantages, ε_high 0.28, dynamic sampling (its own population: it oversamples).
+
+Metrics per arm over seeds: held-out level-3 pass@1 and pass@16 (the 100 level-3 test problems ×
+16 samples, host verifiers), the quick level-3 pass@1 after every 20 updates, the share of trained
+groups whose advantages are all zero, the share of all-wrong/all-right (zero-variance) groups, and
+the training entropy (mean over the last 20% of updates).
+
+Measured on the shared 2-core CPU: see results.md (timings). Writes results.md, results.json,
+hard_accuracy.png, zero_adv.png and entropy.png.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import os  # noqa: E402
+import time  # noqa: E402
+
+import _lm_repro as repro  # noqa: E402
+
+from rljax import stats  # noqa: E402
+
+SYMMETRIC = {"eps_low": 0.2, "eps_high": 0.2}
+ASYMMETRIC = {"eps_low": 0.16, "eps_high": 0.24}
+ARMS = {
+    "GRPO": {"advantage": "grpo", **SYMMETRIC, "dynamic_sampling": 0},
+    "GRPO + asymmetric clip": {"advantage": "grpo", **ASYMMETRIC, "dynamic_sampling": 0},
+    "calibration only": {"advantage": "ngrpo", **SYMMETRIC, "dynamic_sampling": 0},
+    "NGRPO": {"advantage": "ngrpo", **ASYMMETRIC, "dynamic_sampling": 0},
+}
+DAPO = {"DAPO": {"advantage": "grpo", "eps_low": 0.2, "eps_high": 0.28, "dynamic_sampling": 1}}
+HARD = {"max_level": 0, "min_level": 3}  # SFT on every level, RL and evaluation on level 3
+
+
+def populations(quick: bool) -> list[repro.Population]:
+    if quick:  # one compile: DAPO trains with the others (all oversample)
+        return [repro.Population("hard", {**ARMS, **DAPO}, run=HARD)]
+    return [repro.Population("hard", ARMS, run=HARD), repro.Population("hard_dapo", DAPO, run=HARD)]
+
+
+def verdicts(arms: dict) -> tuple[dict, list[str]]:
+    p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
+    zero = {k: repro.late(a, "groups/zero_adv_frac", fraction=1.0) for k, a in arms.items()}
+    comparisons = {
+        "calibration only vs GRPO (zero-advantage share)": repro.effect(
+            zero["calibration only"], zero["GRPO"]
+        ),
+        "NGRPO vs GRPO (hard pass@1)": repro.effect(p1["NGRPO"], p1["GRPO"]),
+        "NGRPO vs DAPO (hard pass@1)": repro.effect(p1["NGRPO"], p1["DAPO"]),
+        "NGRPO vs calibration only (hard pass@1)": repro.effect(
+            p1["NGRPO"], p1["calibration only"]
+        ),
+        "calibration only vs GRPO (hard pass@1)": repro.effect(p1["calibration only"], p1["GRPO"]),
+        "GRPO + asymmetric clip vs GRPO (hard pass@1)": repro.effect(
+            p1["GRPO + asymmetric clip"], p1["GRPO"]
+        ),
+    }
+    sign = {k: c["sign"] for k, c in comparisons.items()}
+    z = comparisons["calibration only vs GRPO (zero-advantage share)"]
+    if sign["calibration only vs GRPO (zero-advantage share)"] == "-":
+        v1 = "reproduced"
+        why1 = f"calibration cuts the share of zero-advantage groups by {-z['diff']:.2f}"
+    else:
+        v1, why1 = "contradicted", "calibration does not lower the share of zero-advantage groups"
+    beats = [sign["NGRPO vs GRPO (hard pass@1)"], sign["NGRPO vs DAPO (hard pass@1)"]]
+    if beats == ["+", "+"]:
+        v2, why2 = "reproduced", "NGRPO beats GRPO and DAPO on hard pass@1"
+    elif "-" in beats and "+" not in beats:
+        v2, why2 = "contradicted", f"NGRPO − GRPO is {beats[0]}, NGRPO − DAPO is {beats[1]}"
+    elif beats == ["0", "0"]:
+        v2, why2 = "not at this scale", "NGRPO ties GRPO and DAPO on hard pass@1"
+    else:
+        v2, why2 = "partly", f"NGRPO − GRPO is {beats[0]}, NGRPO − DAPO is {beats[1]}"
+    s3 = sign["NGRPO vs calibration only (hard pass@1)"]
+    v3, why3 = {
+        "+": ("reproduced", "calibration without the asymmetric clip is worse"),
+        "-": ("contradicted", "calibration without the asymmetric clip is better"),
+        "0": ("not at this scale", "the asymmetric clip makes no significant difference"),
+    }[s3]
+    claims = {
+        "NGRPO learns from all-wrong groups (fewer zero-advantage groups)": (v1, why1),
+        "NGRPO beats GRPO and DAPO on the hard split": (v2, why2),
+        "the asymmetric clip is needed with calibration": (v3, why3),
+    }
+    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
+    return {"claims": claims, "comparisons": comparisons}, lines
+
+
+def plots(result: dict, workdir: str, chunk: int) -> None:
+    updates = result["updates"]
+    ends = repro.chunk_ends(updates, chunk)
+    arms = result["arms"]
+    stats.plot_bands(
+        updates[ends],
+        {k: a["curves"]["pass@1/mean"][:, ends] for k, a in arms.items()},
+        os.path.join(workdir, "hard_accuracy.png"),
+        title="NGRPO on the hard split: quick level-3 pass@1",
+        xlabel="RL update",
+        ylabel="pass@1 (level-3 held-out problems)",
+    )
+    for key, name, label in (
+        ("groups/zero_adv_frac", "zero_adv.png", "share of trained groups with A = 0"),
+        ("entropy", "entropy.png", "mean token entropy (nats)"),
+    ):
+        stats.plot_bands(
+            updates,
+            {k: a["curves"][key] for k, a in arms.items()},
+            os.path.join(workdir, name),
+            title=f"NGRPO on the hard split: {label}",
+            xlabel="RL update",
+            ylabel=label,
+        )
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    repro.add_flags(parser, "runs/ngrpo_hard", seeds=4, steps=100)
+    args = parser.parse_args(argv)
+    repro.check_flags(parser, args)
+    start = time.perf_counter()
+    chunk = 20
+    result = repro.train(
+        args, populations(args.quick), chunk_steps=chunk, final_samples=16, final_problems=100
+    )
+    arms = result["arms"]
+    n = 4 if args.quick else 16
+    rows = repro.summaries(
+        arms,
+        {
+            "hard pass@1": lambda a: repro.final(a, "pass@1"),
+            f"hard pass@{n}": lambda a: repro.final(a, f"pass@{n}"),
+            "zero-adv share": lambda a: repro.late(a, "groups/zero_adv_frac", fraction=1.0),
+            "zero-var share": lambda a: repro.late(a, "groups/zero_var_frac", fraction=1.0),
+            "entropy": lambda a: repro.late(a, "entropy"),
+        },
+    )
+    decided, claim_lines = verdicts(arms)
+    seconds = round(time.perf_counter() - start, 1)
+    base = next(iter(arms.values()))["base"]
+    notes = [
+        "Per-claim verdicts (95% bootstrap intervals of differences over seeds; '+'/'-' when "
+        "the interval excludes 0):",
+        "",
+        *claim_lines,
+        "",
+        f"Base on the hard split: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f}."
+        " Shares are means over all updates; entropy over the last 20%. DAPO's entropy and "
+        "zero-advantage share are over the groups it keeps (those with mixed rewards).",
+        "",
+        *repro.table(rows, list(next(iter(rows.values())))),
+        "",
+        "| comparison | difference [95% CI] | P(improvement) |",
+        "|---|---|---|",
+        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
+        "",
+        f"{args.seeds} seeds per arm, {args.steps} RL updates per learner. Wall clock "
+        f"{seconds:.0f} s (per population: {result['seconds']}).",
+    ]
+    text = stats.write_results(
+        args.workdir,
+        title="NGRPO (#93): advantage calibration × asymmetric clip on a hard split",
+        claim="Calibrating advantages with a virtual max-reward sample lets all-wrong groups "
+        "teach; with an asymmetric clip NGRPO beats GRPO and DAPO on hard problems.",
+        verdict=repro.overall(decided["claims"]),
+        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
+        arms={k: r["hard pass@1"] for k, r in rows.items()},
+        metric="held-out level-3 pass@1",
+        extra={
+            "table": rows,
+            "claims": decided["claims"],
+            "comparisons": decided["comparisons"],
+            "base": base,
+            "seconds": seconds,
+            "population_seconds": result["seconds"],
+            "seeds": args.seeds,
+            "steps": args.steps,
+        },
+        notes=notes,
+    )
+    plots(result, args.workdir, 1 if args.quick else chunk)
+    print(text)
+    return args.workdir
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes

@@ -1,0 +1,47 @@
+"""The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs): --quick trains every arm
+as populations of the tiny model and writes tables with finite statistics; bad flags fail early."""
+
+import math
+
+import pytest
+
+
+def _finite_table(res: dict) -> None:
+    for arm, row in res["table"].items():
+        for column, summary in row.items():
+            assert math.isfinite(summary["mean"]), (arm, column)
+    for name, c in res["comparisons"].items():
+        assert all(math.isfinite(v) for v in (c["diff"], *c["diff_ci"])), name
+        assert c["sign"] in "+-0", name
+
+
+@pytest.mark.timeout(400)
+def test_tricks_or_traps_quick(run_quick):
+    res = run_quick("tricks_or_traps.py", timeout=380)
+    assert len(res["arms"]) == 14  # 7 arms x 2 initializations
+    assert len(res["claims"]) == 3
+    _finite_table(res)
+
+
+@pytest.mark.timeout(400)
+def test_ngrpo_hard_quick(run_quick):
+    res = run_quick("ngrpo_hard.py", timeout=380)
+    assert set(res["arms"]) == {"GRPO", "GRPO + asymmetric clip", "calibration only", "NGRPO",
+                                "DAPO"}  # fmt: skip
+    _finite_table(res)
+    for arm, row in res["table"].items():
+        assert 0.0 <= row["zero-adv share"]["mean"] <= 1.0, arm
+
+
+@pytest.mark.timeout(400)
+def test_nft_pacs_quick(run_quick):
+    res = run_quick("nft_pacs.py", timeout=380)
+    assert set(res["arms"]) == {"grpo", "nft", "pacs", "cispo"}
+    _finite_table(res)
+    assert all(math.isfinite(v) for vs in res["identity"].values() for v in vs)
+
+
+def test_bad_flags(bad_flag):
+    assert "--seeds=2" in bad_flag("tricks_or_traps.py", "--seeds", "2")
+    assert "--steps=0" in bad_flag("ngrpo_hard.py", "--steps", "0")
+    assert "--identity_batches=1" in bad_flag("nft_pacs.py", "--identity_batches", "1")
