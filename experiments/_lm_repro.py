@@ -25,6 +25,7 @@ from rljax import cli, stats
 from rljax.train import lm_experiment
 
 _CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
+LEVEL = "eval/pass@1/level"  # + k: the quick pass@1 of level k (NaN between evaluations)
 # Training metrics read back per learner (`rljax.agents.grpo` metric keys).
 CURVE_KEYS = (
     "entropy", "response/length", "groups/zero_var_frac", "groups/zero_adv_frac", "correct/mean",
@@ -92,17 +93,22 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
 
     Returns:
       {"arms": {label: {"learners": [eval dict per seed], "curves": {key: [S, U]},
-       "base": eval dict, "population": name}}, "updates": [U], "seconds": {name: s}}.
+       "base": eval dict, "population": name}}, "updates": [U], "seconds": {name: s},
+       "cpu_seconds": {name: s}, "examples": {population: its k examples, k-shot only}}.
     """
     runs = [testbed(args, pop, **testbed_kwargs) for pop in pops]  # all validated first
-    arms, seconds, updates = {}, {}, None
+    arms, seconds, cpu, updates, examples = {}, {}, {}, None, {}
     for pop, run in zip(pops, runs, strict=True):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         lm_experiment.run(run)
         seconds[pop.name] = round(time.perf_counter() - t0, 1)
+        cpu[pop.name] = round(time.process_time() - c0, 1)  # all threads: a load-free measure
         with open(os.path.join(run.workdir, "results.json")) as f:
             res = json.load(f)
         updates, curves = read_curves(run.workdir, len(pop.arms), args.seeds)
+        if run.train_problems:  # name the k examples of a k-shot population
+            train = lm_experiment.problems(run)[1]
+            examples[pop.name] = [f"{p.prompt}{p.answer} (level {p.level})" for p in train]
         for g, label in enumerate(pop.arms):
             arms[label] = {
                 "learners": res["learners"][g * args.seeds : (g + 1) * args.seeds],
@@ -111,7 +117,10 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
                 "population": pop.name,
                 "hparams": res["arms"][list(res["arms"])[g]]["hparams"],
             }
-    return {"arms": arms, "updates": updates, "seconds": seconds}
+    return {
+        "arms": arms, "updates": updates, "seconds": seconds, "cpu_seconds": cpu,
+        "examples": examples,
+    }  # fmt: skip
 
 
 def read_curves(workdir: str, num_points: int, num_seeds: int):
@@ -120,9 +129,10 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
         rows = [json.loads(line) for line in f if line.strip()]
     updates = sorted({r["update"] for r in rows})
     index = {u: i for i, u in enumerate(updates)}
-    curves = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in CURVE_KEYS}
+    keys = CURVE_KEYS + tuple(sorted({k for r in rows for k in r if k.startswith(LEVEL)}))
+    curves = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in keys}
     for r in rows:
-        for k in CURVE_KEYS:
+        for k in keys:
             value = r.get(k)
             if value is not None:
                 curves[k][r["grid"], r["seed"], index[r["update"]]] = value
@@ -188,3 +198,14 @@ def overall(claims: dict) -> str:
 def chunk_ends(updates: np.ndarray, chunk: int) -> np.ndarray:
     """Indices of the updates that end a chunk (where the quick evaluation ran)."""
     return np.flatnonzero(updates % chunk == 0) if chunk > 1 else np.arange(len(updates))
+
+
+def timing_line(args, result: dict, seconds: float) -> str:
+    """How long the run took: wall clock (load-dependent) and CPU time, per population."""
+    cpu = sum(result["cpu_seconds"].values())
+    return (
+        f"{args.seeds} seeds per arm, {args.steps} RL updates per learner. Wall clock "
+        f"{seconds:.0f} s, CPU {cpu:.0f} s (all threads; populations already trained are read "
+        f"back, not rerun). Per population, wall: {result['seconds']}; CPU: "
+        f"{result['cpu_seconds']}."
+    )

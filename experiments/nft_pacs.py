@@ -147,8 +147,7 @@ def main(argv=None):
         "|---|---|---|",
         *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
         "",
-        f"{args.seeds} seeds per arm, {args.steps} RL updates per learner, one population. Wall "
-        f"clock {seconds:.0f} s (population: {result['seconds']}).",
+        repro.timing_line(args, result, seconds),
     ]
     text = stats.write_results(
         args.workdir,
@@ -167,6 +166,7 @@ def main(argv=None):
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
             "seconds": seconds,
             "population_seconds": result["seconds"],
+            "population_cpu_seconds": result["cpu_seconds"],
             "seeds": args.seeds,
             "steps": args.steps,
         },

@@ -167,8 +167,7 @@ def main(argv=None):
         "|---|---|---|",
         *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
         "",
-        f"{args.seeds} seeds per arm, {args.steps} RL updates per learner. Wall clock "
-        f"{seconds:.0f} s (per population: {result['seconds']}).",
+        repro.timing_line(args, result, seconds),
     ]
     text = stats.write_results(
         args.workdir,
@@ -186,6 +185,7 @@ def main(argv=None):
             "base": base,
             "seconds": seconds,
             "population_seconds": result["seconds"],
+            "population_cpu_seconds": result["cpu_seconds"],
             "seeds": args.seeds,
             "steps": args.steps,
         },

@@ -193,9 +193,8 @@ def main(argv=None):
         "|---|---|---|",
         *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
         "",
-        f"Design: one factor at a time around the centre point, {args.seeds} seeds per arm, "
-        f"{args.steps} RL updates per learner. Wall clock {seconds:.0f} s "
-        f"(per population: {result['seconds']}).",
+        "Design: one factor at a time around the centre point. "
+        + repro.timing_line(args, result, seconds),
     ]
     text = stats.write_results(
         args.workdir,
@@ -214,6 +213,7 @@ def main(argv=None):
             "bases": bases,
             "seconds": seconds,
             "population_seconds": result["seconds"],
+            "population_cpu_seconds": result["cpu_seconds"],
             "seeds": args.seeds,
             "steps": args.steps,
         },

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import optax
 
 from rljax.agents import learner
-from rljax.lm import device_reward, objective
+from rljax.lm import device_reward, objective, reward_signal
 from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig
 from rljax.lm.sampling import sample
@@ -55,8 +55,8 @@ class Config:
     top_p: float = 1.0  # nucleus mass
     format_weight: float = 0.0  # reward weight of a well-formed answer
     max_grad_norm: float = 1.0  # global-norm gradient clipping
-    weight_decay: float = 1e-4  # AdamW decoupled weight decay
     eval_seed: int = 7  # the evaluation key, never a training key
+    eval_levels: int = 0  # also report the quick pass@1 of levels 1..eval_levels
     host_scorer: Callable | None = None  # device_reward.host_scorer for reward_kind "host"
 
 
@@ -64,6 +64,7 @@ class Hparams(NamedTuple):
     """Per-learner values: floats and integer choice codes (`rljax.lm.presets`)."""
 
     learning_rate: jax.Array
+    weight_decay: jax.Array  # AdamW's decoupled weight decay
     eps_low: jax.Array
     eps_high: jax.Array
     kl_coef: jax.Array
@@ -77,6 +78,7 @@ class Hparams(NamedTuple):
     dynamic_sampling: jax.Array
     num_epochs: jax.Array
     num_minibatches: jax.Array
+    reward: jax.Array  # int32 code in presets.REWARDS (rljax.lm.reward_signal)
 
 
 INT_FIELDS = (
@@ -88,6 +90,7 @@ INT_FIELDS = (
     "dynamic_sampling",
     "num_epochs",
     "num_minibatches",
+    "reward",
 )
 
 
@@ -149,11 +152,11 @@ def validate(config: Config) -> None:
 
 
 def _optimizer(config: Config) -> optax.GradientTransformation:
-    """AdamW without its step size: the learning rate is a per-learner leaf applied after."""
+    """AdamW without its step size and weight decay: both are per-learner leaves, applied as
+    p ← p − lr·(u + wd·p) (`update`), which is `add_decayed_weights` then the step size."""
     return optax.chain(
         optax.clip_by_global_norm(config.max_grad_norm),
         optax.scale_by_adam(b2=0.99),
-        optax.add_decayed_weights(config.weight_decay),
     )
 
 
@@ -203,8 +206,9 @@ class _Rollout(NamedTuple):
     tokens: jax.Array  # [N, A]
     completion_mask: jax.Array
     mask: jax.Array  # [N, A] float: completion mask × group validity
-    rewards: jax.Array  # [B, G] verifier rewards
-    correct: jax.Array  # [N] float
+    rewards: jax.Array  # [B, G] the rewards trained on (rljax.lm.reward_signal)
+    correct: jax.Array  # [N] float: the signal's labels (NFT / PACS targets)
+    verified: jax.Array  # [N] float: the verifier's verdicts (metrics)
     group_valid: jax.Array  # [B] float
     problem: jax.Array  # [B] table rows
 
@@ -219,8 +223,17 @@ def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_samp
     )(jnp.arange(drawn))
     rows = jnp.repeat(problem, G)
     prompt_tokens, prompt_mask = data.train.prompt_tokens[rows], data.train.prompt_mask[rows]
-    out, reward, correct = _sample_and_score(config, state.params, data.train, rows, key_sample)
-    rewards = reward.reshape(drawn, G)
+    out, reward, verified = _sample_and_score(config, state.params, data.train, rows, key_sample)
+    # The signal the learner trains on (the verifier's unless an ablation says otherwise); its
+    # key is a fold_in of the prompt key no group index reaches.
+    rewards, correct = reward_signal.signal(
+        state.hparams.reward,
+        config.reward_kind,
+        out.tokens.reshape(drawn, G, -1),
+        reward.reshape(drawn, G),
+        verified.reshape(drawn, G),
+        jax.random.fold_in(key_prompts, 2**31 - 1),
+    )
     varies = jnp.std(rewards, axis=1) > 0
     dynamic = state.hparams.dynamic_sampling == 1
     rank = jnp.where(dynamic & ~varies, drawn, 0) + jnp.arange(drawn)
@@ -235,7 +248,8 @@ def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_samp
         out.mask[kept],
         mask,
         rewards[keep],
-        correct.reshape(-1)[kept].astype(jnp.float32),
+        correct.reshape(-1)[kept],
+        verified.reshape(-1)[kept].astype(jnp.float32),
         group_valid,
         problem[keep],
     )
@@ -368,7 +382,9 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         (_, metrics), grads = grad_fn(params, config, hp, micro, norm)
         acc = jax.tree.map(lambda a, g: a + jnp.where(is_active, g, 0.0), acc, grads)
         updates, new_opt = optimizer.update(acc, opt_state, params)
-        new_params = jax.tree.map(lambda p, u: p - hp.learning_rate * u, params, updates)
+        new_params = jax.tree.map(
+            lambda p, u: p - hp.learning_rate * (u + hp.weight_decay * p), params, updates
+        )
         params = jax.tree.map(lambda n, o: jnp.where(is_apply, n, o), new_params, params)
         opt_state = jax.tree.map(lambda n, o: jnp.where(is_apply, n, o), new_opt, opt_state)
         metrics = {k: jnp.where(is_active, v, 0.0) for k, v in metrics.items()}
@@ -386,7 +402,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     metrics.update(
         {
             "reward/mean": jnp.mean(ro.rewards),
-            "correct/mean": jnp.mean(ro.correct),
+            "correct/mean": jnp.mean(ro.verified),
             "adv/abs_mean": jnp.sum(jnp.abs(batch["adv"]) * valid) / jnp.maximum(valid.sum(), 1),
             "groups/kept_frac": jnp.mean(ro.group_valid),
             "groups/zero_var_frac": jnp.mean(jnp.std(ro.rewards, axis=1) == 0),
@@ -413,10 +429,14 @@ def zero_advantage_share(adv: jax.Array, group_valid: jax.Array) -> jax.Array:
 
 def evaluate(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:
     """Quick held-out pass@1: one sample per evaluation problem, with the evaluation key."""
+    return jnp.mean(_eval_correct(config, data, params, step))
+
+
+def _eval_correct(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:
     key = jax.random.fold_in(jax.random.PRNGKey(config.eval_seed), step)
     rows = jnp.arange(data.eval.level.shape[0])
     _, _, correct = _sample_and_score(config, params, data.eval, rows, key)
-    return jnp.mean(correct.astype(jnp.float32))
+    return correct.astype(jnp.float32)
 
 
 def train_chunk(
@@ -427,6 +447,10 @@ def train_chunk(
     `"eval/pass@1"` is NaN except at the chunk's last update.
     """
     state, metrics = learner.train_chunk(update, config, data, state, num_updates)
-    pass1 = evaluate(config, data, state.params, state.step)
-    metrics["eval/pass@1"] = jnp.full((num_updates,), jnp.nan).at[-1].set(pass1)
+    correct = _eval_correct(config, data, state.params, state.step)
+    last = lambda x: jnp.full((num_updates,), jnp.nan).at[-1].set(x)  # noqa: E731
+    metrics["eval/pass@1"] = last(jnp.mean(correct))
+    for level in range(1, config.eval_levels + 1):  # NaN where the set has no such level
+        here = (data.eval.level == level).astype(jnp.float32)
+        metrics[f"eval/pass@1/level{level}"] = last(jnp.sum(correct * here) / jnp.sum(here))
     return state, metrics

@@ -146,6 +146,25 @@ def verdicts(kind: str, tokens: jax.Array, table: ProblemTable, problem: jax.Arr
       (correct `[R]` bool, well_formed `[R]` bool, finished `[R]` bool).
     """
     chex.assert_rank(tokens, 2)
+    key, well_formed, finished = answers(kind, tokens)
+    if kind in ("final_int", "int"):
+        return well_formed & (key[:, 0] == table.target_int[problem]), well_formed, finished
+    target = table.target_tokens[problem]
+    same = jnp.all(key == target, axis=-1) & (
+        jnp.sum(key != tokenizer.PAD, -1) == table.target_len[problem]
+    )
+    return well_formed & same, well_formed, finished
+
+
+def answers(kind: str, tokens: jax.Array):
+    """The parsed answers of completions `tokens [R, A]`, as keys that are equal exactly when the
+    answers are (for majority votes).
+
+    Returns:
+      (key `[R, K]` int32: the value (`K = 1`) for the integer kinds, the text with PAD after
+      for "exact"; well_formed `[R]` bool: the answer parses; finished `[R]` bool).
+    """
+    chex.assert_rank(tokens, 2)
     text, length, finished = visible_text(tokens)
     if kind in ("final_int", "int"):
         start = jnp.zeros_like(length)
@@ -155,14 +174,12 @@ def verdicts(kind: str, tokens: jax.Array, table: ProblemTable, problem: jax.Arr
             last_eq = jnp.max(jnp.where(is_eq, idx, -1), axis=-1)
             start = last_eq + 1
         value, ok = parse_int_span(text, start, length)
-        return ok & (value == table.target_int[problem]), ok, finished
+        return value[:, None], ok, finished
     if kind == "exact":
-        target = table.target_tokens[problem]
         lowercase = (text >= tokenizer.encode("a")[0]) & (text <= tokenizer.encode("z")[0])
         real = jnp.arange(text.shape[-1]) < length[:, None]
         well_formed = (length > 0) & (length <= 16) & jnp.all(lowercase | ~real, axis=-1)
-        same = jnp.all((text == target) | ~real, axis=-1) & (length == table.target_len[problem])
-        return well_formed & same, well_formed, finished
+        return text, well_formed, finished
     raise ValueError(f"reward kind {kind!r} is not computed on device; kinds: {sorted(KINDS)}")
 
 

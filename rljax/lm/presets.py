@@ -32,6 +32,9 @@ SEQUENCE_LOSSES = ("gspo", "pacs")  # one loss per sequence: averaged over seque
 DIVERGENCES = ("none", "k1", "k2", "k3", "forward_kl", "js")
 SAMPLE_DIVERGENCES = ("forward_kl", "js")  # estimated on the reference model's own samples
 PLACEMENTS = ("loss", "reward")
+# What the learner is rewarded for (rljax.lm.reward_signal): the verifier, or invalid signals.
+REWARDS = ("verifier", "random", "inverted", "format_only", "majority", "none")
+PARSED_REWARDS = ("inverted", "format_only", "majority")  # parse answers: exact-match tasks only
 
 # Which choice field takes names from which tuple.
 CHOICES = {
@@ -40,6 +43,7 @@ CHOICES = {
     "policy_loss": POLICY_LOSSES,
     "divergence": DIVERGENCES,
     "placement": PLACEMENTS,
+    "reward": REWARDS,
 }
 
 _COMMON = dict(
@@ -56,7 +60,9 @@ _COMMON = dict(
     num_epochs=2,
     num_minibatches=2,
     learning_rate=3e-4,
+    weight_decay=1e-4,
     dynamic_sampling=0,
+    reward="verifier",
 )
 PRESETS = {
     # DeepSeekMath GRPO: group-normalized advantages, per-sequence mean, k3 KL in the loss.
@@ -132,7 +138,7 @@ def check(values: dict) -> None:
     """Validates one learner's resolved fields; raises ValueError naming field, value, range."""
     for field, table in CHOICES.items():
         _choose(f"rl.{field}", values[field], table)
-    for field in ("eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta"):
+    for field in ("eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta", "weight_decay"):
         v = float(values[field])
         if not v >= 0 or v != v or v == float("inf"):
             raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite >= 0")

@@ -79,6 +79,7 @@ class LMRunConfig:
     # Explicit grid points (a fractional design), each a tuple of (field, value) pairs naming the
     # same fields; used instead of the full product of `sweep` (which must then be empty).
     design: tuple[tuple[tuple[str, object], ...], ...] = ()
+    train_problems: int = 0  # RL draws from the first n problems of its split (0 = all)
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -91,6 +92,7 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         task=config.task,
         max_level=config.max_level,
         min_level=config.min_level,
+        train_problems=config.train_problems,
         preset=config.preset,
         rl=tuple(config.rl.items()),
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
@@ -198,6 +200,7 @@ def validate(run: LMRunConfig) -> list[dict]:
         _positive(name, getattr(run, name))
     _positive("group_size", run.group_size, 2)
     _positive("reference_samples", run.reference_samples, 0)
+    _positive("train_problems", run.train_problems, 0)
     _positive("cpu_devices", run.cpu_devices)
     if run.steps % run.chunk_steps:
         raise ValueError(
@@ -210,6 +213,12 @@ def validate(run: LMRunConfig) -> list[dict]:
         raise ValueError(
             f"--cpu_devices={run.cpu_devices} does not divide the population of {learners} "
             f"learners (num_seeds x grid points); allowed: a divisor of {learners}"
+        )
+    parsed = sorted({v["reward"] for v in values} & set(presets.PARSED_REWARDS))
+    if parsed and device_reward.KINDS[run.task] == "host":
+        raise ValueError(
+            f"rl.reward={parsed[0]!r} parses answers on device, which task={run.task!r} cannot "
+            f"(its verifier runs on the host); allowed for it: verifier, random, none"
         )
     agent_cfg = static_config(run, values, TransformerConfig(**dict(run.model)))
     grpo.validate(agent_cfg)
@@ -235,6 +244,7 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         temperature=run.temperature,
         top_p=run.top_p,
         format_weight=run.format_weight,
+        eval_levels=task.num_levels,
     )
 
 
@@ -255,12 +265,18 @@ def spread(problems: list, count: int) -> list:
     return [problems[int(round(i))] for i in picks]
 
 
+def problems(run: LMRunConfig) -> tuple[list, list, list]:
+    """(SFT problems, RL training problems, held-out problems) of a run."""
+    sft_problems = _split(run, "train")  # the base sees every level up to max_level
+    train = [p for p in sft_problems if p.level >= run.min_level]
+    train = train[: run.train_problems] if run.train_problems else train  # 1-shot RLVR & co.
+    return sft_problems, train, _split(run, "test", run.min_level)
+
+
 def build(run: LMRunConfig, points: list[dict]):
     """Problems, the cached base and the population's static config and hyperparameters."""
     task = TASKS[run.task]
-    sft_problems = _split(run, "train")  # the base sees every level up to max_level
-    train = [p for p in sft_problems if p.level >= run.min_level]
-    test = _split(run, "test", run.min_level)
+    sft_problems, train, test = problems(run)
     model = TransformerConfig(
         max_len=prompt_length(task) + completion_length(task), **dict(run.model)
     )

@@ -1,5 +1,6 @@
-"""The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs): --quick trains every arm
-as populations of the tiny model and writes tables with finite statistics; bad flags fail early."""
+"""The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs, reward_validity, one_shot):
+--quick trains every arm as populations of the tiny model and writes tables with finite
+statistics; bad flags fail early."""
 
 import math
 
@@ -45,3 +46,21 @@ def test_bad_flags(bad_flag):
     assert "--seeds=2" in bad_flag("tricks_or_traps.py", "--seeds", "2")
     assert "--steps=0" in bad_flag("ngrpo_hard.py", "--steps", "0")
     assert "--identity_batches=1" in bad_flag("nft_pacs.py", "--identity_batches", "1")
+    assert "--seed=-1" in bad_flag("reward_validity.py", "--seed", "-1")
+    assert "--workdir" in bad_flag("one_shot.py", "--workdir", "")
+
+
+@pytest.mark.timeout(400)
+def test_reward_validity_quick(run_quick):
+    res = run_quick("reward_validity.py", timeout=380)
+    assert set(res["arms"]) == {"verifier", "random", "inverted", "format_only", "majority"}
+    _finite_table(res)
+    assert {"level 1", "level 2", "level 3"} <= set(res["table"]["verifier"])
+
+
+@pytest.mark.timeout(500)
+def test_one_shot_quick(run_quick):
+    res = run_quick("one_shot.py", timeout=480)
+    assert len(res["arms"]) == 7
+    _finite_table(res)
+    assert len(res["examples"]["one"]) == 1 and len(res["examples"]["two"]) == 2
