@@ -155,8 +155,10 @@ def expected_distinct(leaf_probs: jax.Array, correct: jax.Array, ks: jax.Array) 
     1 - (1 - p_ℓ)^k, for each k in ``ks`` [K]. Returns [K]."""
     chex.assert_equal_shape([leaf_probs, correct])
     log_miss = jnp.log1p(-jnp.clip(leaf_probs, 0.0, 1.0))  # [L]
-    hit = -jnp.expm1(ks[:, None].astype(leaf_probs.dtype) * log_miss[None])  # [K, L]
-    return jnp.sum(hit * correct[None], axis=-1)
+    # one k at a time: O(L) memory instead of O(K L) (K = 256, L = b^D under vmap adds up)
+    return jax.lax.map(
+        lambda k: jnp.sum(-jnp.expm1(k.astype(log_miss.dtype) * log_miss) * correct), ks
+    )
 
 
 def random_leaf_rewards(seed: int, *, branching: int, depth: int, num_correct: int) -> np.ndarray:
