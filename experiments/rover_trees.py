@@ -107,9 +107,10 @@ def _zeros(branching, depth):
     return tuple(jnp.zeros((branching**d, branching)) for d in range(depth))
 
 
-@functools.partial(jax.jit, static_argnames=("branching", "depth", "steps"))
-def train_exact(rewards, transitions, correct, *, branching, depth, steps, lr):
-    """Exact expected GRPO (G → ∞) on one tree; returns final leaf probs and per-step curves."""
+@functools.partial(jax.jit, static_argnames=("branching", "depth", "steps", "curve_k"))
+def train_exact(rewards, transitions, correct, *, branching, depth, steps, lr, curve_k=256):
+    """Exact expected GRPO (G → ∞) on one tree; returns final leaf probs and per-step curves
+    (value, effective correct leaves, distinct correct leaves within ``curve_k`` samples)."""
 
     def objective(logits):
         p = trees.leaf_distribution(softmax_levels(logits), transitions)
@@ -119,16 +120,17 @@ def train_exact(rewards, transitions, correct, *, branching, depth, steps, lr):
         (j, p), grad = jax.value_and_grad(objective, has_aux=True)(logits)
         sigma = jnp.sqrt(jnp.maximum(p @ (rewards * rewards) - j * j, 0.0))
         logits = jax.tree.map(lambda t, g: t + lr * g / (sigma + 1e-6), logits, grad)
-        m = leaf_metrics(p, rewards, correct, jnp.array([256]))
+        m = leaf_metrics(p, rewards, correct, jnp.array([curve_k]))
         return logits, (m["value"], m["effective_correct"], m["distinct"][0])
 
     logits, curves = jax.lax.scan(step, _zeros(branching, depth), None, length=steps)
     return trees.leaf_distribution(softmax_levels(logits), transitions), curves
 
 
-@functools.partial(jax.jit, static_argnames=("branching", "depth", "steps", "group"))
-def train_grpo(rewards, correct, key, *, branching, depth, steps, group, lr):
-    """Sampled GRPO on one deterministic tree: ``group`` root-to-leaf paths per step."""
+@functools.partial(jax.jit, static_argnames=("branching", "depth", "steps", "group", "curve_k"))
+def train_grpo(rewards, correct, key, *, branching, depth, steps, group, lr, curve_k=256):
+    """Sampled GRPO on one deterministic tree: ``group`` root-to-leaf paths per step; returns
+    final leaf probs and per-step curves as `train_exact`."""
 
     def step(logits, k):
         keys = jax.random.split(k, depth)
@@ -157,7 +159,7 @@ def train_grpo(rewards, correct, key, *, branching, depth, steps, group, lr):
 
         logits = jax.tree.map(lambda t, g: t - lr * g, logits, jax.grad(loss)(logits))
         p = trees.leaf_distribution(softmax_levels(logits))
-        m = leaf_metrics(p, rewards, correct, jnp.array([256]))
+        m = leaf_metrics(p, rewards, correct, jnp.array([curve_k]))
         return logits, (m["value"], m["effective_correct"], m["distinct"][0])
 
     logits, curves = jax.lax.scan(step, _zeros(branching, depth), jax.random.split(key, steps))
@@ -309,12 +311,27 @@ def main(argv=None):
     metrics_of = jax.jit(jax.vmap(lambda p, r: leaf_metrics(p, r, r, ks)))
     p_exact, curve_exact = jax.vmap(
         lambda r: train_exact(
-            r, None, r, branching=b, depth=depth, steps=args.steps, lr=args.exact_lr
+            r,
+            None,
+            r,
+            branching=b,
+            depth=depth,
+            steps=args.steps,
+            lr=args.exact_lr,
+            curve_k=args.max_k,
         )
     )(binary)
     p_grpo, curve_grpo = jax.vmap(
         lambda r, k: train_grpo(
-            r, r, k, branching=b, depth=depth, steps=args.steps, group=args.group, lr=args.lr
+            r,
+            r,
+            k,
+            branching=b,
+            depth=depth,
+            steps=args.steps,
+            group=args.group,
+            lr=args.lr,
+            curve_k=args.max_k,
         )
     )(binary, jax.random.split(jax.random.key(0), args.seeds))
     arms["PG exact (G=∞)"] = metrics_of(p_exact, binary)
