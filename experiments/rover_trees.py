@@ -45,8 +45,8 @@ on the control; regret = V* − value and the share of trees where greedy is sub
 
 Over ``--seeds`` = 20 trees, mean with 95% bootstrap intervals (rljax.stats).
 Measured on the shared 2-core CPU with ``nice -n 10`` under a load average of ~8-9 (other jobs
-running): default 74 s wall, 53 s of CPU, 0.6 GB; --quick (4 trees, D = 5, 400 steps) 26 s wall,
-15 s of CPU.
+running): default 74-85 s wall, 53-58 s of CPU, 0.6 GB; --quick (4 trees, D = 5, 400 steps)
+26 s wall, 15 s of CPU; ``--depth 7`` (16,384 leaves) 203 s wall, 138 s of CPU.
 Writes results.md, results.json, rover_distinct_vs_k.png, rover_training.png and
 rover_tau_sweep.png into --workdir.
 """
