@@ -76,8 +76,9 @@ def testbed(args, pop: Population, *, chunk_steps: int, final_samples: int, fina
     config.progress = not args.no_progress
     config.eval.num_samples = 4 if args.quick else final_samples
     config.eval.num_problems = 8 if args.quick else final_problems
-    for key, value in pop.sft.items():
-        config.sft[key] = max(value // 50, 2) if args.quick and key == "steps" else value
+    for key, value in pop.sft.items():  # --quick: a fiftieth of the SFT, past its warm-up
+        quick_steps = max(value // 50, config.sft.warmup_steps + 2)
+        config.sft[key] = quick_steps if args.quick and key == "steps" else value
     if args.quick:  # tests: keep the throw-away bases out of the shared cache
         config.base_cache_dir = os.path.join(args.workdir, "lm_base")
     for key, value in pop.run.items():
@@ -145,8 +146,16 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
 
 
 def final(arm: dict, key: str) -> list[float]:
-    """One held-out evaluation number per seed (e.g. "pass@1", "pass@16")."""
-    return [float(m[key]) for m in arm["learners"]]
+    """One held-out evaluation number per seed (e.g. "pass@1", "pass@16": any k <= n)."""
+    return [float(pass_at(m, key)) for m in arm["learners"]]
+
+
+def pass_at(evaluation: dict, key: str) -> float:
+    """`evaluation[key]`, where "pass@k" for any k <= n comes from the unbiased pass@k curve."""
+    if key in evaluation or not key.startswith("pass@"):
+        return evaluation[key]
+    curve = evaluation["pass_at_k"]
+    return curve["pass"][curve["k"].index(int(key.removeprefix("pass@")))]
 
 
 def late(arm: dict, key: str, fraction: float = 0.2) -> list[float]:

@@ -117,7 +117,10 @@ def main(argv=None):
     result = repro.train(args, [pop], chunk_steps=25, final_samples=256, final_problems=64)
     arms = result["arms"]
     n = 4 if args.quick else 256
-    columns = {f"pass@{k}": (lambda a, k=k: repro.final(a, f"pass@{k}")) for k in (1, 16, n)}
+    columns = {
+        f"pass@{k}": (lambda a, k=k: repro.final(a, f"pass@{k}"))
+        for k in sorted({1, min(16, n), n})
+    }
     columns["distinct correct"] = lambda a: repro.final(a, "distinct_correct_per_problem")
     columns["entropy"] = lambda a: repro.late(a, "entropy")
     rows = repro.summaries(arms, columns)

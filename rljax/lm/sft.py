@@ -42,8 +42,11 @@ class SFTConfig:
         for name in ("noise", "direct_frac", "direct_noise"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be in [0, 1]")
-        if not 0 <= self.warmup_steps <= self.steps:
-            raise ValueError(f"SFTConfig.warmup_steps={self.warmup_steps} must be in [0, steps]")
+        if not 0 <= self.warmup_steps or not max(self.warmup_steps, 1) < self.steps:
+            raise ValueError(
+                f"SFTConfig.warmup_steps={self.warmup_steps} with steps={self.steps}: warm-up "
+                "must be >= 0 and leave at least one decay step (warmup_steps < steps, steps >= 2)"
+            )
 
 
 class SFTState(NamedTuple):

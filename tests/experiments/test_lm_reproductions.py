@@ -1,4 +1,5 @@
-"""The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs, reward_validity, one_shot):
+"""The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs, reward_validity, one_shot,
+passk_divergence):
 --quick trains every arm as populations of the tiny model and writes tables with finite
 statistics; bad flags fail early."""
 
@@ -64,3 +65,12 @@ def test_one_shot_quick(run_quick):
     assert len(res["arms"]) == 7
     _finite_table(res)
     assert len(res["examples"]["one"]) == 1 and len(res["examples"]["two"]) == 2
+
+
+@pytest.mark.timeout(400)
+def test_passk_divergence_quick(run_quick):
+    res = run_quick("passk_divergence.py", timeout=380)
+    assert set(res["arms"]) == {"no divergence", "reverse KL (k3)", "forward KL (DPH)",
+                                "JS (DPH)"}  # fmt: skip
+    _finite_table(res)
+    assert isinstance(res["split_meets_target"], bool)

@@ -25,6 +25,8 @@ def test_config_errors_name_the_field():
         sft.SFTConfig(direct_noise=1.5)
     with pytest.raises(ValueError, match="steps=0"):
         sft.SFTConfig(steps=0)
+    with pytest.raises(ValueError, match="warmup_steps=5 with steps=5"):
+        sft.SFTConfig(steps=5, warmup_steps=5)  # no decay step left: optax would fail later
 
 
 @pytest.mark.timeout(120)
