@@ -17,8 +17,11 @@ carrying one corrupted character) and "aligned" (4,000 steps on clean traces).
 Metrics per arm over seeds: held-out pass@1 and pass@16 (200 problems × 16 samples, host
 verifiers), training entropy and response length (mean over the last 20% of updates).
 
-Measured on the shared 2-core CPU: see the script's results.md (timings) and the docstring of the
-README row. Writes results.md, results.json and curves_<init>.png / entropy_<init>.png.
+Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT bases cached: default 40.5 min
+wall under a load of 4-7 (two other jobs running), 19.5 CPU-minutes (all threads; alone the
+process uses ~1.7 cores, so an idle machine should take about half the wall time, not measured);
+the aligned base's 4,000 SFT steps take 189 s once. --quick: 81 s wall under load, ~40 s CPU.
+Writes results.md, results.json and curves_<init>.png / entropy_<init>.png.
 """
 
 from rljax import cli, xla_flags

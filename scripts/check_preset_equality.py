@@ -1,0 +1,127 @@
+"""Every preset alone vs the same preset inside one population of all presets, after 20 steps.
+
+    PYTHONPATH=. python scripts/check_preset_equality.py --workdir runs/preset_equality
+
+A population of all 12 presets is the hardest case for the one compiled program: it samples
+dynamically (DAPO), so every member draws twice the groups; it needs the base's own samples
+(forward KL / JS), so every member draws them; it runs the largest epoch count and the least
+common multiple of the minibatch counts, so members with fewer accumulate micro-batches and
+skip epochs. Each preset is then trained alone (its own, smaller static shapes) with the same
+seed, and its training metrics and final parameters are compared with its population member's.
+Uses the tiny equation testbed of tests/train/test_lm_experiment.py (150 SFT steps, so rewards
+vary within groups). Writes results.md and results.json into --workdir and exits 1 if any
+preset differs beyond float32 tolerance (metrics rtol 2e-4, parameters atol 2e-5).
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rljax import machine  # noqa: E402
+from rljax.io.metrics import MetricsWriter  # noqa: E402
+from rljax.lm import presets  # noqa: E402
+from rljax.train import lm_experiment  # noqa: E402
+
+KEYS = ("reward/mean", "correct/mean", "loss/total", "grad_norm", "entropy")
+_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
+
+
+def _config(workdir: str, name: str, steps: int, **fields):
+    spec = importlib.util.spec_from_file_location("grpo_config", _CONFIG)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    c = module.get_config("equation,tiny")
+    c.base_cache_dir = os.path.join(workdir, "base")
+    c.sft.steps = 150
+    c.run.steps, c.run.chunk_steps = steps, steps
+    c.run.format_weight = 0.5
+    c.run.eval_problems = 16
+    c.eval.num_problems, c.eval.num_samples = 8, 2
+    c.progress = False
+    for key, value in fields.items():
+        node, *path = c, *key.split(".")
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+    return lm_experiment.from_config(c, os.path.join(workdir, name))
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workdir", default="runs/preset_equality")
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error(f"--steps={args.steps} is invalid; allowed: an integer >= 1")
+    cli.check_workdir("--workdir", args.workdir)
+    start = time.perf_counter()
+    names = tuple(presets.PRESETS)
+    pop_cfg = _config(args.workdir, "population", args.steps, **{"sweep.preset": ",".join(names)})
+    pop_states, _, _ = lm_experiment.run(pop_cfg)
+    pop_rows = MetricsWriter(pop_cfg.workdir).read()
+    pop_params = jax.device_get(pop_states.params)
+    base = base_params(pop_cfg)
+    table = {}
+    for index, name in enumerate(names):
+        cfg = _config(args.workdir, name, args.steps, preset=name)
+        states, _, _ = lm_experiment.run(cfg)
+        rows = MetricsWriter(cfg.workdir).read()
+        member = [r for r in pop_rows if r["grid"] == index]
+        metric_diff = max(
+            abs(got[k] - want[k]) / max(abs(want[k]), 1e-6)
+            for want, got in zip(rows, member, strict=True)
+            for k in KEYS
+        )
+        single = jax.tree.leaves(jax.device_get(states.params))
+        pop = [np.asarray(x)[index] for x in jax.tree.leaves(pop_params)]
+        param_diff = max(float(np.max(np.abs(a[0] - b))) for a, b in zip(single, pop, strict=True))
+        moved = max(float(np.max(np.abs(a[0] - b))) for a, b in zip(single, base, strict=True))
+        table[name] = {
+            "max_rel_metric_diff": metric_diff,
+            "max_abs_param_diff": param_diff,
+            "max_param_change_from_base": moved,
+            "steps": len(rows),
+            "equal": metric_diff <= 2e-4 and param_diff <= 2e-5,
+        }
+        print(f"{name:10s} metrics {metric_diff:.1e}  params {param_diff:.1e}  moved {moved:.3f}")
+    seconds = time.perf_counter() - start
+    lines = [
+        f"# Preset equality: alone vs in a population of all {len(names)} presets",
+        "",
+        f"{args.steps} RL steps, tiny equation testbed; machine: {machine.describe()}; "
+        f"{seconds:.0f} s.",
+        "",
+        "| preset | max rel. metric diff | max abs. param diff | largest param change | equal |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {n} | {r['max_rel_metric_diff']:.1e} | {r['max_abs_param_diff']:.1e} | "
+            f"{r['max_param_change_from_base']:.3f} | {'yes' if r['equal'] else 'NO'} |"
+            for n, r in table.items()
+        ),
+    ]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(args.workdir, "results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.workdir, "results.json"), "w") as f:
+        json.dump({"presets": table, "steps": args.steps, "seconds": seconds}, f, indent=1)
+    print(text)
+    return 0 if all(r["equal"] for r in table.values()) else 1
+
+
+def base_params(cfg) -> list:
+    """The SFT base's parameter leaves (cached by the runs above), to show the learners moved."""
+    agent_cfg, data, *_ = lm_experiment.build(cfg, lm_experiment.validate(cfg))
+    return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(data.base_params))]
+
+
+if __name__ == "__main__":
+    cli.main(main)
