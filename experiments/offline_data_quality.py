@@ -271,7 +271,7 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     norm = (raw - built["r_random"]) / (built["r_expert"] - built["r_random"])
     seconds = time.perf_counter() - t0
     log(f"{built['env']} {algo}: {seconds:.0f} s; final normalized mean per variant "
-        f"{np.round(norm[..., -1].mean(1), 2).tolist()}")  # fmt: skip
+        f"{', '.join(f'{v:.2f}' for v in norm[..., -1].mean(1))}")  # fmt: skip
     return {"norm": norm, "seconds": seconds}
 
 
@@ -333,7 +333,7 @@ def _status(ci, claim_is_not_worse: bool = False) -> str:
     return "holds" if lo > 0 else "fails" if hi < 0 else "tie"
 
 
-def claims(final: dict, tq: np.ndarray, saco: np.ndarray) -> dict:
+def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | None = None) -> dict:
     """The four claims, each ``{"status", "estimate", "ci", "detail"}``.
 
     ``final[(algo, sampling)]`` is ``[C, S]`` normalized returns over the 15 (env, dataset)
@@ -343,6 +343,7 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray) -> dict:
     other learner's mean: holds unless the interval lies below 0; (4) RW − uniform on the
     mixed cells, all learners pooled, seeds paired.
     """
+    names = names or [str(i) for i in range(len(tq))]
     out = {}
     rhos = {a: rank_correlation(final[(a, "uniform")], saco) for a in ("dqn", "qr_dqn")}
     weaker = min(rhos, key=lambda a: rhos[a]["ci"][0])
@@ -359,7 +360,7 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray) -> dict:
         ci = _bootstrap_ci(diff, [cons])
         out["constraint_high_tq_saco"] = {
             "status": _status(ci), "estimate": float(diff(cons)), "ci": ci,
-            "detail": {"high_cells": int(high.sum())},
+            "detail": {"high_cells": [names[i] for i in np.flatnonzero(high)]},
         }  # fmt: skip
     top = tq >= 0.75
     if top.any():
@@ -380,8 +381,10 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray) -> dict:
     un = np.concatenate([final[(a, "uniform")][mixed] for a in offline.ALGOS], 0)
     diff = lambda r, u: (r - u).mean()  # noqa: E731
     ci = _bootstrap_ci(diff, [rw, un], paired=True)
-    per = {a: float((final[(a, "rw")][mixed] - final[(a, "uniform")][mixed]).mean())
-           for a in offline.ALGOS}  # fmt: skip
+    per = {}
+    for a in offline.ALGOS:
+        r, u = final[(a, "rw")][mixed], final[(a, "uniform")][mixed]
+        per[a] = {"diff": float(diff(r, u)), "ci": _bootstrap_ci(diff, [r, u], paired=True)}
     out["rw_helps_mixed"] = {
         "status": _status(ci), "estimate": float(diff(rw, un)), "ci": ci, "detail": per,
     }  # fmt: skip
@@ -456,6 +459,20 @@ def plot_quality_coverage(path: str, cells, tq, saco, final: dict) -> None:
     plt.close(fig)
 
 
+def _detail_text(key: str, detail: dict) -> str:
+    """One readable line of a claim's details."""
+    iv = lambda d, k: f"{d[k]:+.2f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}]"  # noqa: E731
+    if key == "dqn_family_needs_saco":
+        return "; ".join(f"{a} ρ = {iv(d, 'rho')}" for a, d in detail.items())
+    if key == "constraint_high_tq_saco":
+        return "cells above both medians: " + ", ".join(detail["high_cells"])
+    if key == "bc_competitive_high_tq":
+        return f"best other learner: {detail['best_other']}, over {detail['cells']} cells"
+    return "RW − uniform per learner: " + "; ".join(
+        f"{a} {iv(d, 'diff')}" for a, d in detail.items()
+    )
+
+
 def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) -> str:
     """results.md / results.json (``rljax.stats.write_results``) and the plots."""
     os.makedirs(workdir, exist_ok=True)
@@ -463,7 +480,7 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
     tq = np.array([built_all[e]["datasets"][d]["tq"] for e, d in cells])
     saco = np.array([built_all[e]["datasets"][d]["saco"] for e, d in cells])
     final = finals(built_all, res)
-    cl = claims(final, tq, saco)
+    cl = claims(final, tq, saco, [f"{e} · {d}" for e, d in cells])
     verdict, reason = overall(cl)
     n_boot = 500 if args.quick else stats.NUM_RESAMPLES
     arms = {f"{a} · {s}": stats.summarize(final[(a, s)].T, num_resamples=n_boot)
@@ -513,7 +530,7 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
     notes += ["", "**Claims checked** (status, estimate [95% CI]):", ""]
     notes += [
         f"* {CLAIMS[k]}: **{c['status']}**, {c['estimate']:+.2f} [{c['ci'][0]:+.2f}, "
-        f"{c['ci'][1]:+.2f}]; {json.dumps(c['detail'])}"
+        f"{c['ci'][1]:+.2f}]; {_detail_text(k, c['detail'])}"
         for k, c in cl.items()
     ]
     env_lines = [
