@@ -247,6 +247,7 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     chunk = args.updates // args.evals
     config = offline.Config(algo=algo, num_actions=env.num_actions, num_updates=chunk * args.evals)
     offline.validate(config)
+    offline.validate_hparams(HPARAMS)
     hp = offline.Hparams(**HPARAMS)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
 
