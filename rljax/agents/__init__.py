@@ -1,6 +1,6 @@
 """rljax.agents: one module per learner, each following the `Learner` contract below.
 
-Every learner module (`ppo`, `dqn`, `sqirl`, `grpo`) defines, at module level:
+Every learner module (`ppo`, `dqn`, `sqirl`, `grpo`, `offline`) defines, at module level:
 
 - `Config`: a frozen dataclass of static settings (shapes, loop lengths, architecture); the
   same for every member of a population, and part of the compiled program.
@@ -18,7 +18,9 @@ Every learner module (`ppo`, `dqn`, `sqirl`, `grpo`) defines, at module level:
   of updates, the unit the host loop (`rljax.train.loop`) calls, vmapped over learners.
 
 `env` is what the learner acts in: a gymnax environment for the control agents, the task data
-(`grpo.TaskData`: base model and problem tables) for the RLVR learner.
+(`grpo.TaskData`: base model and problem tables) for the RLVR learner, the fixed dataset
+(`rljax.offline_data.Dataset`) for the offline learners (`offline`: BC, DQN, QR-DQN, CQL, BCQ,
+CRR), which never touch an environment while training.
 """
 
 from typing import Any, NamedTuple, Protocol

@@ -1,4 +1,4 @@
-"""What the learners share, written once (train_chunk: all four; the rest: PPO, DQN, SQIRL).
+"""What the learners share, written once (train_chunk: all five; the rest: the control agents).
 
 * ``train_chunk``: ``num_updates`` consecutive ``update`` calls of one agent as one ``lax.scan``
   (the unit the host loop compiles, vmaps over the population and calls between syncs);

@@ -1,0 +1,671 @@
+"""Offline data quality (#217, #203; ablation 13): which dataset lets which offline learner work.
+
+    PYTHONPATH=. nice -n 10 python experiments/offline_data_quality.py            # default
+    PYTHONPATH=. python experiments/offline_data_quality.py --quick              # < 1 min idle
+
+Schweighofer et al. 2022 ("A Dataset Perspective on Offline RL", #217) measure a dataset by its
+trajectory quality TQ (normalized mean episode return: exploitation) and its state-action
+coverage SACo (normalized count of distinct state-action pairs: exploration), and find that
+the unconstrained DQN family needs high SACo, policy-constraint methods do well with high TQ
+and high SACo, and behavior cloning is competitive with the best offline RL when TQ is high.
+Hong et al. 2023 (#203) resample transitions by their trajectory's return and find it helps
+mixed datasets of mostly low-return and a few high-return trajectories.
+
+Per environment (gymnax CartPole-v1, Acrobot-v1, MountainCar-v0):
+
+1. An online DQN (configs/dqn.py, fitted to ``--online-steps`` env steps, 2 seeds, the buffer
+   holding the whole run) gives the *replay* data and, on CartPole and Acrobot, the *expert*:
+   the greedy policy of the seed with the better greedy return. On MountainCar a short online
+   DQN does not reach the goal, so the expert is a scripted energy-pumping controller (push in
+   the direction of the velocity), stated as such.
+2. Five datasets of ``--size`` transitions cut from complete episodes: *random* (uniform
+   actions), *expert* (greedy expert), *noisy* (expert with ε = 0.2 uniform actions), *replay*
+   (a uniform subset of the online run's transitions) and *mixed* (80% random + 20% expert
+   transitions, the mostly-low / few-high-return data of #203).
+3. TQ = (mean episode return − R_random) / (R_expert − R_random), with R_random and R_expert
+   the mean episode returns of the random and expert datasets; coverage = distinct (cell, a)
+   pairs on a grid of ``--bins`` equal-width bins per state dimension between the pooled 1st
+   and 99th percentiles (``rljax.offline_data``); SACo = that count over the count of all five
+   datasets pooled.
+4. Six learners (``rljax.agents.offline``: BC, offline DQN, QR-DQN, discrete CQL, discrete BCQ,
+   CRR), each on each dataset with uniform and with return-weighted sampling (#203's RW,
+   temperature ``--rw-temperature``); per environment and learner one jitted program trains
+   the 10 (dataset, sampling) variants × ``--seeds`` seeds under two nested ``vmap``s.
+5. Evaluation: the greedy policy's first episode in ``--eval-episodes`` fresh environments,
+   normalized so that R_random = 0 and R_expert = 1, after each of ``--evals`` equal chunks of
+   training (the last is the score).
+
+Statistics (``rljax.stats``): mean and IQM with 95% stratified-bootstrap intervals over seeds;
+Spearman ρ of normalized return against TQ and against SACo across the 15 (env, dataset)
+cells, with a 95% interval from a bootstrap that resamples cells and seeds within cells. The
+verdict is computed from four claims (see ``claims``).
+
+Writes results.md, results.json, quality_coverage.png (normalized return over (TQ, SACo) per
+learner) and curves_<env>_mixed.png (uniform vs return-weighted on the mixed data) to --workdir.
+
+Measured time (2-core CPU shared with other engineers' jobs): the default,
+``PYTHONPATH=. nice -n 10 python experiments/offline_data_quality.py``, took 799 s (13 min 19 s)
+wall clock at load average 5-6 (earlier runs: 807 s and 921 s at load 6-8); ``--quick`` 55 s
+wall at load 3-4. results.md repeats the wall time, load and command of the run that wrote it.
+Results and their reading: docs/value_based.md.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import stats as scipy_stats  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import _population  # noqa: E402
+
+from configs import dqn as dqn_configs  # noqa: E402
+from rljax import envs, offline_data, stats  # noqa: E402
+from rljax.agents import dqn, learner, offline  # noqa: E402
+from rljax.envs import rollouts  # noqa: E402
+
+ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+DATASETS = ("random", "expert", "noisy", "replay", "mixed")
+SAMPLINGS = ("uniform", "rw")
+SCRIPTED_EXPERT = ("MountainCar-v0",)
+NOISE_EPS = 0.2  # ε of the noisy expert
+MIXED_EXPERT_SHARE = 0.2  # expert transitions in the mixed dataset
+HPARAMS = {"lr": 1e-3, "gamma": 0.99, "cql_alpha": 1.0, "bcq_threshold": 0.3, "crr_beta": 1.0}
+DEFAULTS = {"seeds": 5, "updates": 3000, "size": 20_000, "online_steps": 100_000, "evals": 4}
+QUICK = {"seeds": 3, "updates": 100, "size": 2_000, "online_steps": 6_000, "evals": 1}
+CLAIMS = {
+    "dqn_family_needs_saco": "offline DQN and QR-DQN: normalized return rises with SACo (ρ > 0)",
+    "constraint_high_tq_saco": (
+        "BCQ and CRR: higher normalized return on cells with TQ and SACo both above their "
+        "medians than on the other cells"
+    ),
+    "bc_competitive_high_tq": (
+        "BC is not below the best other learner on high-TQ cells (TQ ≥ 0.75)"
+    ),
+    "rw_helps_mixed": "return-weighted sampling raises normalized return on the mixed datasets",
+}
+
+
+# ---------------------------------------------------------------------------- data
+
+
+def _online_dqn(env_name: str, steps: int, seed: int) -> tuple:
+    """Online DQN (2 seeds); returns (expert params or None, its config, replay Transition
+    [T, B], per-seed greedy returns)."""
+    c = dqn_configs.get_config(env_name)
+    config = learner.config_from_dict(dqn.Config, "dqn", c.dqn.to_dict())
+    hp = {k: float(v) for k, v in c.hparams.items()}
+    hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
+    n = config.num_envs
+    config = dataclasses.replace(
+        config,
+        buffer_size=steps // n * n,
+        learning_starts=max(config.batch_size, min(config.learning_starts, steps // 10)),
+        target_update_every=max(n, min(config.target_update_every, steps // 20) // n * n),
+    )
+    res = _population.train_population(dqn, config, env_name, [hp], 2, steps, seed)
+    env = envs.make(env_name)
+    config = res["config"]
+
+    def greedy(params):
+        pol = lambda o: dqn.act(config, env, params, o, jax.random.PRNGKey(0), 0.0)[0]  # noqa: E731
+        return _population.greedy_returns(env, pol, jax.random.PRNGKey(7), 16, env.max_steps)
+
+    rets = np.asarray(jax.jit(jax.vmap(greedy))(res["state"].params))
+    best = int(np.argmax(rets))
+    buf = jax.tree.map(lambda x: x[best], res["state"].buffer)
+    size = int(buf.size)
+    replay = jax.tree.map(lambda x: np.asarray(x[:size]), buf.data)
+    params = jax.tree.map(lambda x: x[best], res["state"].params)
+    return params, config, replay, rets
+
+
+def _collect(env, policy, key: jax.Array, size: int, num_envs: int = 20):
+    """Complete episodes of ``policy(obs, key) -> actions`` holding at least ``size`` steps."""
+    steps = -(-size // num_envs) + env.max_steps
+    fn = lambda o, k: (policy(o, k), jnp.zeros(o.shape[0]), jnp.zeros(o.shape[0]))  # noqa: E731
+
+    @jax.jit
+    def run(k):
+        reset_key, run_key = jax.random.split(k)
+        start = rollouts.rollout_init(env, reset_key, num_envs)
+        return rollouts.rollout(env, lambda p, o, kk: fn(o, kk), None, run_key, start, steps)[1]
+
+    return offline_data.episodes(run(key))
+
+
+def _returns_in(eps: list[dict], size: int) -> list[float]:
+    """Returns of the episodes that start within the first ``size`` transitions of ``eps``."""
+    starts = np.cumsum([0] + [len(e["reward"]) for e in eps])[:-1]
+    return [e["return"] for e, s in zip(eps, starts, strict=True) if s < size]
+
+
+def build_datasets(env_name: str, size: int, online_steps: int, seed: int, log) -> dict:
+    """The five datasets of one environment with their returns, TQ, coverage and SACo."""
+    t0 = time.perf_counter()
+    env = envs.make(env_name)
+    params, dqn_config, replay, online_rets = _online_dqn(env_name, online_steps, seed)
+    na = env.num_actions
+
+    def uniform(o, k):
+        return jax.random.randint(k, (o.shape[0],), 0, na)
+
+    if env_name in SCRIPTED_EXPERT:  # MountainCar: push along the velocity (obs = [x, v])
+        greedy = lambda o: jnp.where(o[:, 1] >= 0, 2, 0).astype(jnp.int32)  # noqa: E731
+    else:
+        greedy = lambda o: dqn.act(dqn_config, env, params, o, jax.random.PRNGKey(0), 0.0)[0]  # noqa: E731
+
+    def noisy(o, k):
+        explore_key, action_key = jax.random.split(k)
+        explore = jax.random.uniform(explore_key, (o.shape[0],)) < NOISE_EPS
+        return jnp.where(explore, uniform(o, action_key), greedy(o))
+
+    keys = jax.random.split(jax.random.PRNGKey(seed + 11), 4)
+    eps = {
+        "random": _collect(env, uniform, keys[0], size),
+        "expert": _collect(env, lambda o, k: greedy(o), keys[1], size),
+        "noisy": _collect(env, noisy, keys[2], size),
+    }
+    n_exp = int(size * MIXED_EXPERT_SHARE)
+    data = {k: offline_data.from_episodes(v, size) for k, v in eps.items()}
+    replay_eps = offline_data.episodes(replay)
+    if not replay_eps:
+        raise ValueError(
+            f"--online-steps={online_steps} leaves no complete {env_name} episode in the online "
+            f"run; allowed: enough steps for 10 environments to finish an episode"
+        )
+    rng = np.random.default_rng(seed)
+    pooled = offline_data.from_episodes(replay_eps, sum(len(e["reward"]) for e in replay_eps))
+    pick = np.sort(rng.choice(pooled.reward.shape[0], size, replace=False))
+    data["replay"] = jax.tree.map(lambda x: x[pick], pooled)._replace(
+        cdf=jnp.asarray(np.arange(1, size + 1) / size, jnp.float32)
+    )
+    data["mixed"] = offline_data.concat(
+        [
+            offline_data.from_episodes(eps["random"], size - n_exp),
+            offline_data.from_episodes(eps["expert"], n_exp),
+        ]
+    )
+    returns = {k: _returns_in(v, size) for k, v in eps.items()}
+    returns["replay"] = [e["return"] for e in replay_eps]  # the data is a uniform subset of it
+    returns["mixed"] = _returns_in(eps["random"], size - n_exp) + _returns_in(eps["expert"], n_exp)
+    r_random = float(np.mean([e["return"] for e in eps["random"]]))
+    r_expert = float(np.mean([e["return"] for e in eps["expert"]]))
+    out = {"env": env_name, "r_random": r_random, "r_expert": r_expert, "datasets": {}}
+    out["episode_returns"] = returns
+    out["online_greedy_returns"] = online_rets.tolist()
+    out["expert"] = "scripted" if env_name in SCRIPTED_EXPERT else "online DQN (greedy)"
+    return out | {"data": data, "seconds": time.perf_counter() - t0}
+
+
+def measure(built: dict, bins: int) -> None:
+    """Adds TQ, coverage and SACo of every dataset to ``built["datasets"]`` (in place)."""
+    data = built["data"]
+    edges = offline_data.grid_edges(
+        np.concatenate([np.asarray(d.obs) for d in data.values()]), bins
+    )
+    cells = {k: offline_data.state_action_cells(d.obs, d.action, edges) for k, d in data.items()}
+    union = len(set().union(*cells.values()))
+    for k in data:
+        g = built["episode_returns"][k]
+        built["datasets"][k] = {
+            "tq": offline_data.trajectory_quality(g, built["r_random"], built["r_expert"]),
+            "cells": len(cells[k]),
+            "saco": len(cells[k]) / union,
+            "mean_episode_return": float(np.mean(g)),
+            "episodes": len(g),
+        }
+
+
+# ---------------------------------------------------------------------------- training
+
+
+def train_env(built: dict, algo: str, args, log) -> dict:
+    """Every (dataset, sampling) × seed learner of ``algo`` on one environment, one program.
+
+    Returns ``{"norm" [V, S, evals] normalized greedy returns, "seconds"}`` with V = datasets ×
+    samplings (dataset-major).
+    """
+    env = envs.make(built["env"])
+    variants = []
+    for name in DATASETS:
+        d = built["data"][name]
+        variants.append(d)
+        probs = offline_data.return_weights(d.episode_return, temperature=args.rw_temperature)
+        variants.append(offline_data.with_probs(d, probs))
+    data = jax.tree.map(lambda *xs: jnp.stack(xs), *variants)
+    chunk = args.updates // args.evals
+    config = offline.Config(algo=algo, num_actions=env.num_actions, num_updates=chunk * args.evals)
+    offline.validate(config)
+    offline.validate_hparams(HPARAMS)
+    hp = offline.Hparams(**HPARAMS)
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
+
+    init = jax.jit(
+        jax.vmap(jax.vmap(lambda d, k: offline.init(config, d, k, hp), (None, 0)), (0, None))
+    )
+    run = jax.jit(
+        jax.vmap(
+            jax.vmap(lambda d, s: offline.train_chunk(config, d, s, chunk)[0], (None, 0)), (0, 0)
+        )
+    )
+
+    def _greedy(params, key):
+        pol = lambda o: offline.act(config, params, o, hp)  # noqa: E731
+        return _population.greedy_returns(env, pol, key, args.eval_episodes, env.max_steps)
+
+    evaluate = jax.jit(jax.vmap(jax.vmap(_greedy, (0, None)), (0, None)))
+    t0 = time.perf_counter()
+    state = init(data, keys)
+    rets = []
+    for c in range(args.evals):
+        state = run(data, state)
+        rets.append(np.asarray(evaluate(state.params, jax.random.PRNGKey(1000 + c))))
+    raw = np.stack(rets, -1)  # [V, S, evals]
+    norm = (raw - built["r_random"]) / (built["r_expert"] - built["r_random"])
+    seconds = time.perf_counter() - t0
+    log(f"{built['env']} {algo}: {seconds:.0f} s; final normalized mean per variant "
+        f"{', '.join(f'{v:.2f}' for v in norm[..., -1].mean(1))}")  # fmt: skip
+    return {"norm": norm, "seconds": seconds}
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def spearman(x, y) -> float:
+    """Spearman ρ (average ranks for ties); NaN when either side is constant."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(scipy_stats.spearmanr(x, y).statistic)
+
+
+def rank_correlation(scores: np.ndarray, measure_: np.ndarray, seed: int = 0) -> dict:
+    """ρ(cell-mean score, measure) over cells and its 95% bootstrap interval.
+
+    Args:
+      scores: ``[C, S]`` per cell (env × dataset) and seed.
+      measure_: ``[C]`` (TQ or SACo).
+    """
+    rng = np.random.default_rng(seed)
+    rho = spearman(scores.mean(1), measure_)
+    boots = []
+    c, s = scores.shape
+    for _ in range(stats.NUM_RESAMPLES):
+        cells = rng.integers(0, c, c)
+        seeds = rng.integers(0, s, (c, s))
+        r = spearman(scores[cells[:, None], seeds].mean(1), measure_[cells])
+        if np.isfinite(r):
+            boots.append(r)
+    alpha = (1 - stats.CONFIDENCE) / 2
+    ci = np.quantile(boots, [alpha, 1 - alpha]).tolist() if boots else [float("nan")] * 2
+    return {"rho": rho, "ci": ci}
+
+
+def _bootstrap_ci(fn, arrays: list[np.ndarray], seed: int = 0, paired: bool = False) -> list:
+    """95% bootstrap interval of ``fn(*arrays)``; each ``[C, S]`` resampled over seeds within
+    each cell (``paired``: the same seed draw for every array)."""
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(stats.NUM_RESAMPLES):
+        draw = None
+        res = []
+        for a in arrays:
+            if draw is None or not paired:
+                draw = rng.integers(0, a.shape[1], a.shape)
+            res.append(np.take_along_axis(a, draw, 1))
+        boots.append(fn(*res))
+    alpha = (1 - stats.CONFIDENCE) / 2
+    return np.quantile(boots, [alpha, 1 - alpha]).tolist()
+
+
+def _status(ci, claim_is_not_worse: bool = False) -> str:
+    """'holds' / 'tie' / 'fails' from a 95% interval of a difference (or ρ)."""
+    lo, hi = ci
+    if claim_is_not_worse:
+        return "holds" if hi >= 0 else "fails"
+    return "holds" if lo > 0 else "fails" if hi < 0 else "tie"
+
+
+def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | None = None) -> dict:
+    """The four claims, each ``{"status", "estimate", "ci", "detail"}``.
+
+    ``final[(algo, sampling)]`` is ``[C, S]`` normalized returns over the 15 (env, dataset)
+    cells (env-major, ``DATASETS`` order). Rules: (1) ρ(return, SACo) of DQN and QR-DQN, the
+    weaker of the two decides; (2) BCQ and CRR pooled: mean on cells with TQ and SACo both
+    above their medians minus mean on the rest; (3) on cells with TQ ≥ 0.75, BC − the best
+    other learner's mean: holds unless the interval lies below 0; (4) RW − uniform on the
+    mixed cells, all learners pooled, seeds paired.
+    """
+    names = names or [str(i) for i in range(len(tq))]
+    out = {}
+    rhos = {a: rank_correlation(final[(a, "uniform")], saco) for a in ("dqn", "qr_dqn")}
+    weaker = min(rhos, key=lambda a: rhos[a]["ci"][0])
+    out["dqn_family_needs_saco"] = {
+        "status": _status(rhos[weaker]["ci"]),
+        "estimate": rhos[weaker]["rho"],
+        "ci": rhos[weaker]["ci"],
+        "detail": {a: r for a, r in rhos.items()},
+    }
+    high = (tq > np.median(tq)) & (saco > np.median(saco))
+    cons = np.concatenate([final[("bcq", "uniform")], final[("crr", "uniform")]], 1)
+    if high.any() and (~high).any():
+        diff = lambda a: a[high].mean() - a[~high].mean()  # noqa: E731
+        ci = _bootstrap_ci(diff, [cons])
+        out["constraint_high_tq_saco"] = {
+            "status": _status(ci), "estimate": float(diff(cons)), "ci": ci,
+            "detail": {"high_cells": [names[i] for i in np.flatnonzero(high)]},
+        }  # fmt: skip
+    top = tq >= 0.75
+    if top.any():
+        others = [a for a in offline.ALGOS if a != "bc"]
+        arrays = [final[("bc", "uniform")][top]] + [final[(a, "uniform")][top] for a in others]
+
+        def gap(bc, *rest):
+            return bc.mean() - max(r.mean() for r in rest)
+
+        ci = _bootstrap_ci(gap, arrays)
+        best = max(others, key=lambda a: final[(a, "uniform")][top].mean())
+        out["bc_competitive_high_tq"] = {
+            "status": _status(ci, claim_is_not_worse=True), "estimate": float(gap(*arrays)),
+            "ci": ci, "detail": {"best_other": best, "cells": int(top.sum())},
+        }  # fmt: skip
+    mixed = np.array([d == "mixed" for _ in range(len(tq) // len(DATASETS)) for d in DATASETS])
+    rw = np.concatenate([final[(a, "rw")][mixed] for a in offline.ALGOS], 0)
+    un = np.concatenate([final[(a, "uniform")][mixed] for a in offline.ALGOS], 0)
+    diff = lambda r, u: (r - u).mean()  # noqa: E731
+    ci = _bootstrap_ci(diff, [rw, un], paired=True)
+    per = {}
+    for a in offline.ALGOS:
+        r, u = final[(a, "rw")][mixed], final[(a, "uniform")][mixed]
+        per[a] = {"diff": float(diff(r, u)), "ci": _bootstrap_ci(diff, [r, u], paired=True)}
+    out["rw_helps_mixed"] = {
+        "status": _status(ci), "estimate": float(diff(rw, un)), "ci": ci, "detail": per,
+    }  # fmt: skip
+    return out
+
+
+def overall(cl: dict) -> tuple[str, str]:
+    """Verdict from the claim statuses (as in the other reproductions) and its reason."""
+    statuses = [c["status"] for c in cl.values()]
+    if statuses and all(s == "holds" for s in statuses):
+        v = "reproduced"
+    elif "holds" in statuses:
+        v = "partly"
+    elif "fails" in statuses:
+        v = "contradicted"
+    else:
+        v = "not at this scale"
+    parts = [f"{k}: {c['status']} ({c['estimate']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}])"
+             for k, c in cl.items()]  # fmt: skip
+    return v, f"{sum(s == 'holds' for s in statuses)} of {len(statuses)} claims hold; " + "; ".join(
+        parts
+    ) + "."
+
+
+# ---------------------------------------------------------------------------- outputs
+
+
+def _cells(built_all: dict) -> list[tuple[str, str]]:
+    return [(e, d) for e in built_all for d in DATASETS]
+
+
+def finals(built_all: dict, res: dict) -> dict:
+    """``{(algo, sampling): [C, S]}`` final normalized returns over the (env, dataset) cells."""
+    out = {}
+    for algo in offline.ALGOS:
+        for j, sampling in enumerate(SAMPLINGS):
+            rows = [res[(e, algo)]["norm"][i * len(SAMPLINGS) + j, :, -1]
+                    for e in built_all for i in range(len(DATASETS))]  # fmt: skip
+            out[(algo, sampling)] = np.stack(rows)
+    return out
+
+
+def plot_quality_coverage(path: str, cells, tq, saco, final: dict) -> None:
+    """Per learner (uniform sampling): the cells at (TQ, SACo), coloured by normalized return."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    markers = {e: m for e, m in zip(ENVS, "os^", strict=True)}
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.6), sharex=True, sharey=True)
+    for ax, algo in zip(axes.ravel(), offline.ALGOS, strict=True):
+        score = final[(algo, "uniform")].mean(1)
+        for env in dict.fromkeys(e for e, _ in cells):
+            idx = [i for i, (e, _) in enumerate(cells) if e == env]
+            sc = ax.scatter(tq[idx], saco[idx], c=np.clip(score[idx], -0.25, 1.25), cmap="viridis",
+                            vmin=-0.25, vmax=1.25, marker=markers.get(env, "o"), s=70,
+                            edgecolors="k", label=env)  # fmt: skip
+        for i, (_, d) in enumerate(cells):
+            ax.annotate(d[:3], (tq[i], saco[i]), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points")  # fmt: skip
+        ax.set_title(algo)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("TQ (trajectory quality)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("SACo (coverage share)")
+    axes[0, 0].legend(fontsize=7)
+    fig.colorbar(sc, ax=axes, label="normalized return (mean over seeds, clipped)")
+    fig.suptitle("Offline learners (uniform sampling): normalized return over (TQ, SACo)")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _detail_text(key: str, detail: dict) -> str:
+    """One readable line of a claim's details."""
+    iv = lambda d, k: f"{d[k]:+.2f} [{d['ci'][0]:+.2f}, {d['ci'][1]:+.2f}]"  # noqa: E731
+    if key == "dqn_family_needs_saco":
+        return "; ".join(f"{a} ρ = {iv(d, 'rho')}" for a, d in detail.items())
+    if key == "constraint_high_tq_saco":
+        return "cells above both medians: " + ", ".join(detail["high_cells"])
+    if key == "bc_competitive_high_tq":
+        return f"best other learner: {detail['best_other']}, over {detail['cells']} cells"
+    return "RW − uniform per learner: " + "; ".join(
+        f"{a} {iv(d, 'diff')}" for a, d in detail.items()
+    )
+
+
+def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) -> str:
+    """results.md / results.json (``rljax.stats.write_results``) and the plots."""
+    os.makedirs(workdir, exist_ok=True)
+    cells = _cells(built_all)
+    tq = np.array([built_all[e]["datasets"][d]["tq"] for e, d in cells])
+    saco = np.array([built_all[e]["datasets"][d]["saco"] for e, d in cells])
+    final = finals(built_all, res)
+    cl = claims(final, tq, saco, [f"{e} · {d}" for e, d in cells])
+    verdict, reason = overall(cl)
+    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    arms = {f"{a} · {s}": stats.summarize(final[(a, s)].T, num_resamples=n_boot)
+            for a in offline.ALGOS for s in SAMPLINGS}  # fmt: skip
+    per_cell = {f"{e} · {d} · {a} · {s}": stats.summarize(final[(a, s)][i], num_resamples=n_boot)
+                for a in offline.ALGOS for s in SAMPLINGS
+                for i, (e, d) in enumerate(cells)}  # fmt: skip
+    corr = {a: {"tq": rank_correlation(final[(a, "uniform")], tq),
+                "saco": rank_correlation(final[(a, "uniform")], saco)}
+            for a in offline.ALGOS}  # fmt: skip
+    x = np.arange(1, args.evals + 1) * (args.updates // args.evals)  # updates at each evaluation
+    f2 = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731
+    ci = lambda c: f"{c['rho']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]"  # noqa: E731
+    notes = [
+        "Arms: each learner × sampling, scored over all 15 (env, dataset) cells (stratified "
+        "bootstrap: seeds resampled within cells). Normalized return: 0 = random data's mean "
+        "episode return, 1 = expert data's.",
+        "",
+        "**Datasets** (R_random / R_expert: mean episode return of the random / expert data).",
+        "",
+        "| env · dataset | mean episode return | TQ | (cell, a) pairs | SACo |",
+        "|---|---|---|---|---|",
+    ]
+    for e, d in cells:
+        m = built_all[e]["datasets"][d]
+        notes.append(f"| {e} · {d} | {m['mean_episode_return']:.1f} | {m['tq']:.2f} | "
+                     f"{m['cells']} | {m['saco']:.2f} |")  # fmt: skip
+    for s in SAMPLINGS:
+        notes += [
+            "",
+            f"**Normalized return per cell, {s} sampling** (mean [95% CI] over seeds).",
+            "",
+            "| env · dataset | " + " | ".join(offline.ALGOS) + " |",
+            "|---" * (len(offline.ALGOS) + 1) + "|",
+        ]
+        for e, d in cells:
+            row = [f2(per_cell[f"{e} · {d} · {a} · {s}"]) for a in offline.ALGOS]
+            notes.append(f"| {e} · {d} | " + " | ".join(row) + " |")
+    notes += [
+        "",
+        "**Spearman ρ of normalized return (uniform sampling) against TQ and SACo** over the "
+        "15 cells, 95% interval from resampling cells and seeds within cells.",
+        "",
+        "| learner | ρ(return, TQ) | ρ(return, SACo) |",
+        "|---|---|---|",
+    ]
+    notes += [f"| {a} | {ci(c['tq'])} | {ci(c['saco'])} |" for a, c in corr.items()]
+    notes += ["", "**Claims checked** (status, estimate [95% CI]):", ""]
+    notes += [
+        f"* {CLAIMS[k]}: **{c['status']}**, {c['estimate']:+.2f} [{c['ci'][0]:+.2f}, "
+        f"{c['ci'][1]:+.2f}]; {_detail_text(k, c['detail'])}"
+        for k, c in cl.items()
+    ]
+    env_lines = [
+        f"{e}: R_random {b['r_random']:.1f}, R_expert {b['r_expert']:.1f} ({b['expert']}; online "
+        f"DQN greedy returns per seed {np.round(b['online_greedy_returns'], 1).tolist()})"
+        for e, b in built_all.items()
+    ]
+    notes += [
+        "",
+        "Environments: " + "; ".join(env_lines) + ".",
+        f"Settings: {json.dumps(meta['settings'])}.",
+        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}). Command: `{meta['command']}`.",
+    ]
+    text = stats.write_results(
+        workdir,
+        title="Offline data quality (#217, #203; ablation 13): TQ, SACo and offline learners",
+        claim=(
+            "the DQN family needs high SACo, policy-constraint methods do well with high TQ and "
+            "SACo, BC is competitive at high TQ (#217); return-weighted sampling helps mixed "
+            "datasets (#203)"
+        ),
+        verdict=verdict,
+        reason=reason,
+        arms=arms,
+        metric="normalized greedy return",
+        extra={
+            "datasets": {
+                e: {k: v for k, v in b.items() if k not in ("data", "episode_returns")}
+                for e, b in built_all.items()
+            },  # fmt: skip
+            "per_cell": per_cell,
+            "rank_correlations": corr,
+            "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
+            "curves": {  # mean normalized return over seeds after each evaluation
+                "updates": [int(v) for v in x],
+                **{
+                    f"{e} · {d} · {a} · {s}": res[(e, a)]["norm"][i * len(SAMPLINGS) + j]
+                    .mean(0)
+                    .tolist()
+                    for e in built_all
+                    for a in offline.ALGOS
+                    for i, d in enumerate(DATASETS)
+                    for j, s in enumerate(SAMPLINGS)
+                },
+            },  # fmt: skip
+            **meta,
+        },
+        notes=notes,
+        digits=2,
+    )
+    plot_quality_coverage(os.path.join(workdir, "quality_coverage.png"), cells, tq, saco, final)
+    m = DATASETS.index("mixed")
+    for e in built_all:
+        # seed i of both samplings shares its key: the difference is paired
+        curves = {a: res[(e, a)]["norm"][m * len(SAMPLINGS) + 1]
+                  - res[(e, a)]["norm"][m * len(SAMPLINGS)] for a in offline.ALGOS}  # fmt: skip
+        stats.plot_bands(x, curves, os.path.join(workdir, f"curves_{e}_mixed.png"),
+                         title=f"{e}, mixed data: return-weighted − uniform (mean, 95% CI)",
+                         xlabel="gradient updates", ylabel="Δ normalized return")  # fmt: skip
+    return text
+
+
+def parse_args(argv=None):
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--envs", default="", help=f"comma-separated of {', '.join(ENVS)} (default: "
+                   "all; --quick: CartPole-v1)")  # fmt: skip
+    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
+    p.add_argument("--updates", type=int, default=0, help="gradient updates per learner")
+    p.add_argument("--size", type=int, default=0, help="transitions per dataset")
+    p.add_argument("--online-steps", type=int, default=0, help="env steps of the online DQN")
+    p.add_argument("--evals", type=int, default=0, help="evaluations during training")
+    p.add_argument("--eval-episodes", type=int, default=16)
+    p.add_argument("--bins", type=int, default=10, help="grid bins per state dimension (SACo)")
+    p.add_argument("--rw-temperature", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="3 seeds, tiny data and runs")
+    p.add_argument("--workdir", default="runs/offline_data_quality")
+    args = p.parse_args(argv)
+    base = QUICK if args.quick else DEFAULTS
+    args.envs = args.envs or ("CartPole-v1" if args.quick else ",".join(ENVS))
+    for k, v in base.items():
+        if getattr(args, k) == 0:
+            setattr(args, k, v)
+    try:
+        for e in args.envs.split(","):
+            cli.check_choice("--envs", e, ENVS)
+        cli.check_int("--seeds", args.seeds, low=3)
+        cli.check_int("--evals", args.evals, low=1)
+        cli.check_int("--updates", args.updates, low=args.evals)
+        cli.check_int("--size", args.size, low=100)
+        cli.check_int("--online-steps", args.online_steps, low=2_000)
+        cli.check_int("--eval-episodes", args.eval_episodes, low=1)
+        cli.check_int("--bins", args.bins, low=2)
+        cli.check_number("--rw-temperature", args.rw_temperature, low=0.0, low_open=True)
+        cli.check_workdir("--workdir", args.workdir)
+    except cli.ConfigError as e:
+        p.error(str(e))
+    return args
+
+
+def main(argv=None) -> str:
+    cli.quiet_logs()
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    built_all, res = {}, {}
+    for env_name in args.envs.split(","):
+        built = build_datasets(env_name, args.size, args.online_steps, args.seed, log)
+        measure(built, args.bins)
+        log(f"{env_name} data ({built['seconds']:.0f} s): R_random {built['r_random']:.1f}, "
+            f"R_expert {built['r_expert']:.1f}; " + ", ".join(
+                f"{k} TQ {v['tq']:.2f} SACo {v['saco']:.2f}"
+                for k, v in built["datasets"].items()))  # fmt: skip
+        built_all[env_name] = built
+        for algo in offline.ALGOS:
+            res[(env_name, algo)] = train_env(built, algo, args, log)
+    settings = {k: getattr(args, k) for k in ("envs", "seeds", "updates", "size", "online_steps",
+                "evals", "eval_episodes", "bins", "rw_temperature", "seed")}  # fmt: skip
+    settings.update(hparams=HPARAMS, noise_eps=NOISE_EPS, mixed_expert_share=MIXED_EXPERT_SHARE)
+    meta = {
+        "settings": settings,
+        "seconds": time.perf_counter() - t0,
+        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
+        "command": "python experiments/offline_data_quality.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]),
+    }  # fmt: skip
+    text = write_outputs(args.workdir, built_all, res, args, meta)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
