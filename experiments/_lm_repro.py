@@ -218,3 +218,90 @@ def timing_line(args, result: dict, seconds: float) -> str:
         f"back, not rerun). Per population, wall: {result['seconds']}; CPU: "
         f"{result['cpu_seconds']}."
     )
+
+
+def report(
+    args,
+    result: dict,
+    start: float,
+    decided: dict,
+    claim_lines: list[str],
+    rows: dict,
+    *,
+    title: str,
+    claim: str,
+    headline: str,
+    metric: str,
+    context: list[str],
+    after_table: list[str] = (),
+    extra: dict | None = None,
+) -> str:
+    """results.md / results.json of an LM reproduction: claims with verdicts, the context lines
+    (bases, design), the per-arm table, the comparisons and the timing; returns the markdown."""
+    seconds = round(time.perf_counter() - start, 1)
+    notes = [
+        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval of a "
+        "difference excludes 0):",
+        "",
+        *claim_lines,
+        "",
+        *context,
+        "",
+        *table(rows, list(next(iter(rows.values())))),
+        "",
+        *after_table,
+        "| comparison | difference [95% CI] | P(improvement) |",
+        "|---|---|---|",
+        *(difference_line(k, c) for k, c in decided["comparisons"].items()),
+        "",
+        timing_line(args, result, seconds),
+    ]
+    return stats.write_results(
+        args.workdir,
+        title=title,
+        claim=claim,
+        verdict=overall(decided["claims"]),
+        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
+        arms={k: r[headline] for k, r in rows.items()},
+        metric=metric,
+        extra={
+            "table": rows,
+            "claims": decided["claims"],
+            "comparisons": decided["comparisons"],
+            "seconds": seconds,
+            "population_seconds": result["seconds"],
+            "population_cpu_seconds": result["cpu_seconds"],
+            "seeds": args.seeds,
+            "steps": args.steps,
+            **(extra or {}),
+        },
+        notes=notes,
+    )
+
+
+def plot_pass_at_k(arms: dict, path: str, title: str) -> None:
+    """pass@k over seeds (95% bands) at k = 1, 2, 4, …, n, with the base for reference."""
+    first = next(iter(arms.values()))
+    ks = np.asarray(first["learners"][0]["pass_at_k"]["k"])
+    pick = np.flatnonzero(np.log2(ks) == np.round(np.log2(ks)))
+    curves = {
+        name: np.asarray([m["pass_at_k"]["pass"] for m in a["learners"]])[:, pick]
+        for name, a in arms.items()
+    }
+    curves["base"] = np.tile(np.asarray(first["base"]["pass_at_k"]["pass"])[pick], (2, 1))
+    stats.plot_bands(np.log2(ks[pick]), curves, path, title=title, xlabel="log2 k", ylabel="pass@k")
+
+
+def gains(arm: dict) -> list[float]:
+    """Held-out pass@1 minus the base's, per seed."""
+    return [m["pass@1"] - arm["base"]["pass@1"] for m in arm["learners"]]
+
+
+def pass_columns(n: int) -> dict:
+    """Table columns of a pass@k study: pass@1, pass@16, pass@n, distinct correct, entropy."""
+    columns = {
+        f"pass@{k}": (lambda a, k=k: final(a, f"pass@{k}")) for k in sorted({1, min(16, n), n})
+    }
+    columns["distinct correct"] = lambda a: final(a, "distinct_correct_per_problem")
+    columns["entropy"] = lambda a: late(a, "entropy")
+    return columns

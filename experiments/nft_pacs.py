@@ -31,9 +31,6 @@ import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
 import estimator_audit  # noqa: E402
-import numpy as np  # noqa: E402
-
-from rljax import stats  # noqa: E402
 
 PRESETS = ("grpo", "nft", "pacs", "cispo")
 
@@ -82,26 +79,6 @@ def verdicts(arms: dict, exact: dict, n: int) -> tuple[dict, list[str]]:
     return {"claims": claims, "comparisons": comparisons}, lines
 
 
-def plot(arms: dict, workdir: str, n: int) -> None:
-    """pass@k over seeds (95% bands) at k = 1, 2, 4, …, n, with the base for reference."""
-    first = next(iter(arms.values()))
-    ks = np.asarray(first["learners"][0]["pass_at_k"]["k"])
-    pick = np.flatnonzero(np.log2(ks) == np.round(np.log2(ks)))
-    curves = {
-        name: np.asarray([m["pass_at_k"]["pass"] for m in a["learners"]])[:, pick]
-        for name, a in arms.items()
-    }
-    curves["base"] = np.tile(np.asarray(first["base"]["pass_at_k"]["pass"])[pick], (2, 1))
-    stats.plot_bands(
-        np.log2(ks[pick]),
-        curves,
-        os.path.join(workdir, "pass_at_k.png"),
-        title=f"GRPO, NFT, PACS, CISPO: held-out pass@k (n = {n})",
-        xlabel="log2 k",
-        ylabel="pass@k",
-    )
-
-
 def main(argv=None):
     cli.quiet_logs()
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
@@ -117,22 +94,10 @@ def main(argv=None):
     result = repro.train(args, [pop], chunk_steps=25, final_samples=256, final_problems=64)
     arms = result["arms"]
     n = 4 if args.quick else 256
-    columns = {
-        f"pass@{k}": (lambda a, k=k: repro.final(a, f"pass@{k}"))
-        for k in sorted({1, min(16, n), n})
-    }
-    columns["distinct correct"] = lambda a: repro.final(a, "distinct_correct_per_problem")
-    columns["entropy"] = lambda a: repro.late(a, "entropy")
-    rows = repro.summaries(arms, columns)
+    rows = repro.summaries(arms, repro.pass_columns(n))
     decided, claim_lines = verdicts(arms, exact, n)
-    seconds = round(time.perf_counter() - start, 1)
     base = next(iter(arms.values()))["base"]
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals of differences over seeds; '+'/'-' when "
-        "the interval excludes 0):",
-        "",
-        *claim_lines,
-        "",
+    context = [
         f"Part (i) over {len(exact['dr_grpo_max_rel_diff'])} random on-policy batches: largest "
         "relative gradient difference NFT·(1 − r_q) vs Dr.GRPO "
         f"{max(exact['dr_grpo_max_rel_diff']):.1e}; NFT·sqrt((1 − r_q)/r_q) vs GRPO (ddof 0) "
@@ -143,39 +108,27 @@ def main(argv=None):
         "",
         f"Base: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f} "
         f"({base['num_problems']} held-out problems, n = {n}).",
-        "",
-        *repro.table(rows, list(next(iter(rows.values())))),
-        "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        repro.timing_line(args, result, seconds),
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="NFT ≡ GRPO (#210); GRPO vs NFT vs PACS (#85) vs CISPO (#54)",
         claim="On policy NFT's gradient is GRPO's up to the normalization; trained, PACS has "
         "the better pass@256.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r[f"pass@{n}"] for k, r in rows.items()},
+        headline=f"pass@{n}",
         metric=f"held-out pass@{n}",
-        extra={
-            "identity": exact,
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
-            "base": {k: v for k, v in base.items() if k != "pass_at_k"},
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
-        },
-        notes=notes,
+        context=context,
+        extra={"identity": exact, "base": {k: v for k, v in base.items() if k != "pass_at_k"}},
     )
-    plot(arms, args.workdir, n)
+    repro.plot_pass_at_k(
+        arms,
+        os.path.join(args.workdir, "pass_at_k.png"),
+        f"GRPO, NFT, PACS, CISPO: held-out pass@k (n = {n})",
+    )
     print(text)
     return args.workdir
 

@@ -149,47 +149,26 @@ def main(argv=None):
         },
     )
     decided, claim_lines = verdicts(arms)
-    seconds = round(time.perf_counter() - start, 1)
     base = next(iter(arms.values()))["base"]
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals of differences over seeds; '+'/'-' when "
-        "the interval excludes 0):",
-        "",
-        *claim_lines,
-        "",
+    context = [
         f"Base on the hard split: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f}."
         " Shares are means over all updates; entropy over the last 20%. DAPO's entropy and "
         "zero-advantage share are over the groups it keeps (those with mixed rewards).",
-        "",
-        *repro.table(rows, list(next(iter(rows.values())))),
-        "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        repro.timing_line(args, result, seconds),
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="NGRPO (#93): advantage calibration × asymmetric clip on a hard split",
         claim="Calibrating advantages with a virtual max-reward sample lets all-wrong groups "
         "teach; with an asymmetric clip NGRPO beats GRPO and DAPO on hard problems.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r["hard pass@1"] for k, r in rows.items()},
+        headline="hard pass@1",
         metric="held-out level-3 pass@1",
-        extra={
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
-            "base": base,
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
-        },
-        notes=notes,
+        context=context,
+        extra={"base": base},
     )
     plots(result, args.workdir, 1 if args.quick else chunk)
     print(text)

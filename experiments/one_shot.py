@@ -73,7 +73,7 @@ def post_saturation(arm: dict, updates: np.ndarray, ends: np.ndarray) -> list[fl
 
 
 def verdicts(arms: dict, post: dict) -> tuple[dict, list[str]]:
-    gain = {k: [m["pass@1"] - a["base"]["pass@1"] for m in a["learners"]] for k, a in arms.items()}
+    gain = {k: repro.gains(a) for k, a in arms.items()}
     zero = [0.0] * len(gain["full set"])
     comparisons = {
         "1 example gain vs 0": repro.effect(gain["1 example"], zero),
@@ -158,58 +158,42 @@ def main(argv=None):
     post = {k: post_saturation(a, result["updates"], ends) for k, a in arms.items()}
     columns = {
         "pass@1": lambda a: repro.final(a, "pass@1"),
-        "gain": lambda a: [m["pass@1"] - a["base"]["pass@1"] for m in a["learners"]],
+        "gain": repro.gains,
         "train accuracy": lambda a: repro.late(a, "correct/mean"),
         "entropy": lambda a: repro.late(a, "entropy"),
     }
     rows = repro.summaries(arms, columns)
     decided, claim_lines = verdicts(arms, post)
-    seconds = round(time.perf_counter() - start, 1)
     base = next(iter(arms.values()))["base"]
     examples = result["examples"]
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval "
-        "excludes 0):",
-        "",
-        *claim_lines,
-        "",
+    context = [
         f"Base: pass@1 {base['pass@1']:.3f} ({base['num_problems']} held-out problems). "
         f"Training examples: {examples}. Train accuracy and entropy over the last 20% of updates.",
-        "",
-        *repro.table(rows, list(columns)),
-        "",
+    ]
+    after = [
         "Post-saturation test gain (per learner that saturates): "
         + "; ".join(f"{k}: {[round(v, 3) for v in vs]}" for k, vs in post.items()),
         "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        repro.timing_line(args, result, seconds),
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="1-shot RLVR and entropy-only training (#124)",
         claim="One training example approaches the full set; entropy alone helps; test "
         "accuracy keeps rising after training accuracy saturates.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r["gain"] for k, r in rows.items()},
+        headline="gain",
         metric="held-out pass@1 gain over the base",
+        context=context,
+        after_table=after,
         extra={
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
             "post_saturation": post,
             "examples": examples,
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
         },
-        notes=notes,
     )
     plots(result, args.workdir, ends)
     print(text)

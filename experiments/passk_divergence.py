@@ -32,9 +32,6 @@ import os  # noqa: E402
 import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
-import numpy as np  # noqa: E402
-
-from rljax import stats  # noqa: E402
 
 ARMS = {
     "no divergence": {"preset": "grpo", "divergence": "none", "kl_coef": 0.0},
@@ -86,25 +83,6 @@ def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
     return {"claims": claims, "comparisons": comparisons}, lines
 
 
-def plot(arms: dict, workdir: str, n: int) -> None:
-    first = next(iter(arms.values()))
-    ks = np.asarray(first["learners"][0]["pass_at_k"]["k"])
-    pick = np.flatnonzero(np.log2(ks) == np.round(np.log2(ks)))
-    curves = {
-        name: np.asarray([m["pass_at_k"]["pass"] for m in a["learners"]])[:, pick]
-        for name, a in arms.items()
-    }
-    curves["base"] = np.tile(np.asarray(first["base"]["pass_at_k"]["pass"])[pick], (2, 1))
-    stats.plot_bands(
-        np.log2(ks[pick]),
-        curves,
-        os.path.join(workdir, "pass_at_k.png"),
-        title=f"Level-3 pass@k: base vs RL by divergence (n = {n})",
-        xlabel="log2 k",
-        ylabel="pass@k",
-    )
-
-
 def main(argv=None):
     cli.quiet_logs()
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
@@ -116,61 +94,41 @@ def main(argv=None):
     result = repro.train(args, [pop], chunk_steps=20, final_samples=256, final_problems=64)
     arms = result["arms"]
     n = 4 if args.quick else 256
-    columns = {
-        f"pass@{k}": (lambda a, k=k: repro.final(a, f"pass@{k}"))
-        for k in sorted({1, min(16, n), n})
-    }
-    columns["distinct correct"] = lambda a: repro.final(a, "distinct_correct_per_problem")
-    columns["entropy"] = lambda a: repro.late(a, "entropy")
-    rows = repro.summaries(arms, columns)
+    rows = repro.summaries(arms, repro.pass_columns(n))
     decided, claim_lines = verdicts(arms, n)
-    seconds = round(time.perf_counter() - start, 1)
     base = next(iter(arms.values()))["base"]
     meets = base["pass@1"] < 0.05 and base[f"pass@{n}"] > 0.5
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval "
-        "excludes 0; the base is one model, treated as fixed):",
-        "",
-        *claim_lines,
-        "",
-        f"Base on the split: pass@1 {base['pass@1']:.3f}, pass@{min(16, n)} "
-        f"{repro.pass_at(base, f'pass@{min(16, n)}'):.3f}"
-        f", pass@{n} {base[f'pass@{n}']:.3f}, distinct correct "
+    k16 = f"pass@{min(16, n)}"
+    context = [
+        f"Base on the split: pass@1 {base['pass@1']:.3f}, {k16} "
+        f"{repro.pass_at(base, k16):.3f}, pass@{n} {base[f'pass@{n}']:.3f}, distinct correct "
         f"{base['distinct_correct_per_problem']:.2f} ({base['num_problems']} problems); the "
-        f"split {'meets' if meets else 'does NOT meet'} pass@1 < 5% and pass@{n} > 50%.",
-        "",
-        *repro.table(rows, list(columns)),
-        "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        repro.timing_line(args, result, seconds),
+        f"split {'meets' if meets else 'does NOT meet'} pass@1 < 5% and pass@{n} > 50%. The "
+        "base is one model: comparisons with it treat its value as fixed.",
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="pass@k of base vs RL × the choice of divergence (#48, #59, #234)",
         claim="RL wins at small k; with no or reverse KL the base wins at large k; forward KL "
         "and JS keep pass@k while raising pass@1.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r[f"pass@{n}"] for k, r in rows.items()},
+        headline=f"pass@{n}",
         metric=f"held-out level-3 pass@{n}",
+        context=context,
         extra={
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
             "split_meets_target": meets,
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
         },
-        notes=notes,
     )
-    plot(arms, args.workdir, n)
+    repro.plot_pass_at_k(
+        arms,
+        os.path.join(args.workdir, "pass_at_k.png"),
+        f"Level-3 pass@k: base vs RL by divergence (n = {n})",
+    )
     print(text)
     return args.workdir
 

@@ -40,7 +40,7 @@ ALL_LEVELS = {"max_level": 0}  # SFT, RL and evaluation on levels 1-3
 
 
 def verdicts(arms: dict) -> tuple[dict, list[str]]:
-    gain = {k: [m["pass@1"] - a["base"]["pass@1"] for m in a["learners"]] for k, a in arms.items()}
+    gain = {k: repro.gains(a) for k, a in arms.items()}
     comparisons = {
         f"{k} gain vs 0 (pass@1)": repro.effect(gain[k], [0.0] * len(gain[k])) for k in SIGNALS
     }
@@ -114,7 +114,7 @@ def main(argv=None):
     arms = result["arms"]
     levels = sorted(next(iter(arms.values()))["base"]["pass@1_by_level"])
     columns = {"pass@1": lambda a: repro.final(a, "pass@1")}
-    columns["gain"] = lambda a: [m["pass@1"] - a["base"]["pass@1"] for m in a["learners"]]
+    columns["gain"] = repro.gains
     for level in levels:
         columns[f"level {level}"] = lambda a, lv=level: [
             m["pass@1_by_level"][lv] for m in a["learners"]
@@ -122,47 +122,26 @@ def main(argv=None):
     columns["train accuracy"] = lambda a: repro.late(a, "correct/mean")
     rows = repro.summaries(arms, columns)
     decided, claim_lines = verdicts(arms)
-    seconds = round(time.perf_counter() - start, 1)
     base = next(iter(arms.values()))["base"]
     by_level = ", ".join(f"level {k} {v:.3f}" for k, v in base["pass@1_by_level"].items())
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval "
-        "excludes 0):",
-        "",
-        *claim_lines,
-        "",
+    context = [
         f"Base: pass@1 {base['pass@1']:.3f} ({by_level}; {base['num_problems']} held-out "
         "problems). Train accuracy is the verifier's, over the last 20% of updates.",
-        "",
-        *repro.table(rows, list(columns)),
-        "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        repro.timing_line(args, result, seconds),
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="Reward validity on clean data (#61): verifier vs random, inverted, format, majority",
         claim="On clean data only the correct reward improves accuracy; random and incorrect "
         "rewards give no gain, and the inverted reward degrades it quickly.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r["gain"] for k, r in rows.items()},
+        headline="gain",
         metric="held-out pass@1 gain over the base",
-        extra={
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
-            "base": {k: v for k, v in base.items() if k != "pass_at_k"},
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
-        },
-        notes=notes,
+        context=context,
+        extra={"base": {k: v for k, v in base.items() if k != "pass_at_k"}},
     )
     plots(result, args.workdir, 1 if args.quick else chunk)
     print(text)

@@ -179,48 +179,28 @@ def main(argv=None):
         },
     )
     decided, claim_lines = verdicts(arms)
-    seconds = round(time.perf_counter() - start, 1)
     bases = {i: next(a["base"] for k, a in arms.items() if k.endswith(f"[{i}]")) for i in INITS}
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals of differences over seeds; '+'/'-' when "
-        "the interval excludes 0):",
-        "",
-        *claim_lines,
-        "",
+    context = [
         f"Bases (held-out pass@1 / pass@{n}): "
         + ", ".join(f"{i} {b['pass@1']:.3f} / {b[f'pass@{n}']:.3f}" for i, b in bases.items()),
         "",
-        *repro.table(rows, ["pass@1", f"pass@{n}", "entropy", "length"]),
-        "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        "Design: one factor at a time around the centre point. "
-        + repro.timing_line(args, result, seconds),
+        "Design: one factor at a time around the centre point (see the script's docstring).",
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="Tricks or Traps (#3): advantage normalization × clip-higher × aggregation × init",
         claim="Lite PPO matches or beats GRPO and DAPO; token-level aggregation suits the base "
         "model, sequence-level the aligned one; clip-higher mainly protects the aligned model's "
         "entropy.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r["pass@1"] for k, r in rows.items()},
+        headline="pass@1",
         metric="held-out pass@1",
-        extra={
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
-            "bases": bases,
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
-        },
-        notes=notes,
+        context=context,
+        extra={"bases": bases},
     )
     plots(result, args.workdir, 1 if args.quick else chunk)
     print(text)
