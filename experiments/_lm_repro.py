@@ -166,11 +166,23 @@ def late(arm: dict, key: str, fraction: float = 0.2) -> list[float]:
 
 
 def summaries(arms: dict, metrics: dict) -> dict:
-    """{arm: {metric name: summarize(per-seed values)}} for `metrics = {name: fn(arm) -> list}`."""
+    """{arm: {metric name: summarize(per-seed values)}} for `metrics = {name: fn(arm) -> list}`.
+
+    A seed whose value is undefined (NaN: e.g. the entropy of a learner that kept no group in
+    the window) is left out of that cell; a cell with no defined value reads "n/a" (n = 0).
+    """
     return {
-        label: {name: stats.summarize(fn(arm)) for name, fn in metrics.items()}
+        label: {name: _summary(fn(arm)) for name, fn in metrics.items()}
         for label, arm in arms.items()
     }
+
+
+def _summary(values: list[float]) -> dict:
+    kept = [v for v in values if np.isfinite(v)]
+    if kept:
+        return stats.summarize(kept)
+    return {"n": 0, "mean": None, "mean_ci": [None, None], "iqm": None, "iqm_ci": [None, None],
+            "std": None, "values": []}  # fmt: skip
 
 
 def table(rows: dict, columns: list[str], digits: int = 3) -> list[str]:
