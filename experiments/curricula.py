@@ -13,7 +13,8 @@ minibatches, lr 3e-4). Each arm changes only which prompts a step trains on
   uniform            plain GRPO: B problems uniformly from the split;
   dynamic 0<p̂<1      balanced filtering's wide band = DAPO's dynamic sampling: 2B groups drawn,
                      the first B with mixed rewards trained (p̂ = in-group pass rate);
-  balanced |p̂−½|≤¼   the narrow band of #182: of 2B drawn groups, the first B with p̂ in [¼, ¾];
+  balanced p̂∈[¼,¾]   the narrow band of #182, |p̂ − ½| ≤ ¼: of 2B drawn groups, the first B
+                     with p̂ in [¼, ¾];
   SEC                a bandit over the 3 levels (#175): value = TD(0) running mean of the groups'
                      mean |A| (α = 0.5), levels ~ softmax(value/τ), τ = 0.2;
   UCB                DUMP (#177): the same values plus c √(2 ln N / n_ℓ), c = 1, softmax at τ = 0.2.
@@ -57,7 +58,7 @@ PLAIN = {
 }
 FILTERED = {
     "dynamic 0<p̂<1": {"curriculum": "uniform", "dynamic_sampling": 1, "balance_delta": 0.5},
-    "balanced |p̂−½|≤¼": {"curriculum": "uniform", "dynamic_sampling": 1, "balance_delta": DELTA},
+    "balanced p̂∈[¼,¾]": {"curriculum": "uniform", "dynamic_sampling": 1, "balance_delta": DELTA},
 }
 ALL_LEVELS = {"max_level": 0}  # SFT, RL and evaluation on levels 1-3
 HARDEST = "3"
@@ -123,7 +124,8 @@ def reach_ratio(base: dict, arm: dict, key: str, scale: tuple[float, float] = (1
     point, target = ratio(np.arange(sb), np.arange(sa))
     rng = np.random.default_rng(0)
     draws = [ratio(rng.integers(0, sb, sb), rng.integers(0, sa, sa))[0] for _ in range(RESAMPLES)]
-    lo, hi = np.quantile(draws, [0.025, 0.975])  # inf where a resample never reaches the target
+    # inf where a resample never reaches the target: quantiles without interpolation
+    lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
     return {"ratio": point, "ci": [float(lo), float(hi)], "target": target}
 
 
@@ -140,8 +142,8 @@ def verdicts(arms: dict, curves: dict, per_step: dict) -> tuple[dict, list[str]]
         r = reach[f"{label}: tokens"]
         signs.append("+" if r["ci"][1] < 1 else "-" if r["ci"][0] > 1 else "0")
     why1 = "; ".join(
-        f"{label} needs {reach[f'{label}: tokens']['ratio']:.2f}× plain GRPO's generated tokens "
-        f"[{reach[f'{label}: tokens']['ci'][0]:.2f}, {reach[f'{label}: tokens']['ci'][1]:.2f}]"
+        f"{label} needs {_ratio(reach[f'{label}: tokens'])} plain GRPO's generated tokens to "
+        "reach its best quick pass@1"
         for label in FILTERED
     )
     v1 = _combine(signs)
@@ -174,6 +176,12 @@ def verdicts(arms: dict, curves: dict, per_step: dict) -> tuple[dict, list[str]]
     }
     lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
     return {"claims": claims, "comparisons": comparisons, "reach": reach}, lines
+
+
+def _ratio(r: dict) -> str:
+    """ "0.62× [0.41, 0.95]"; "inf" reads "never"."""
+    f = lambda v: "never" if v == float("inf") else f"{v:.2f}×"  # noqa: E731
+    return f"{f(r['ratio'])} [{f(r['ci'][0])}, {f(r['ci'][1])}]"
 
 
 def _combine(signs: list[str]) -> str:
@@ -297,8 +305,7 @@ def main(argv=None):
     base = next(iter(arms.values()))["base"]
     by_level = ", ".join(f"level {k} {v:.3f}" for k, v in base["pass@1_by_level"].items())
     reach_lines = [
-        f"| {name} | {r['ratio']:.2f} [{r['ci'][0]:.2f}, {r['ci'][1]:.2f}] | {r['target']:.3f} |"
-        for name, r in decided["reach"].items()
+        f"| {name} | {_ratio(r)} | {r['target']:.3f} |" for name, r in decided["reach"].items()
     ]
     notes = [
         "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval "
@@ -314,7 +321,7 @@ def main(argv=None):
         *repro.table(rows, list(columns)),
         "",
         "Cost to reach plain GRPO's best seed-mean quick pass@1 (the target), relative to "
-        "uniform's own cost to reach it (< 1: sooner; inf: never within the run). Wall clock "
+        "uniform's own cost to reach it (< 1×: sooner; never: not within the run). Wall clock "
         f"uses each population's measured RL seconds per learner-step: {per_step}.",
         "",
         "| arm: cost | ratio [95% CI] | target |",
