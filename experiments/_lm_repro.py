@@ -29,8 +29,9 @@ LEVEL = "eval/pass@1/level"  # + k: the quick pass@1 of level k (NaN between eva
 # Training metrics read back per learner (`rljax.agents.grpo` metric keys).
 CURVE_KEYS = (
     "entropy", "response/length", "groups/zero_var_frac", "groups/zero_adv_frac", "correct/mean",
-    "pass@1/mean", "groups/kept_frac",
+    "pass@1/mean", "groups/kept_frac", "tokens/generated",
 )  # fmt: skip
+CURRICULUM = "curriculum/"  # + level<k> / value<k>: a learner's drawn-level shares and values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +131,9 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
         rows = [json.loads(line) for line in f if line.strip()]
     updates = sorted({r["update"] for r in rows})
     index = {u: i for i, u in enumerate(updates)}
-    keys = CURVE_KEYS + tuple(sorted({k for r in rows for k in r if k.startswith(LEVEL)}))
+    keys = CURVE_KEYS + tuple(
+        sorted({k for r in rows for k in r if k.startswith((LEVEL, CURRICULUM))})
+    )
     curves = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in keys}
     for r in rows:
         for k in keys:

@@ -9,7 +9,11 @@ is a leaf of `Hparams`, so `jax.vmap` over learners trains a grid of presets × 
 compiled program (`rljax.lm.presets` names the choices; `rljax.lm.objective` computes them).
 
 Static shapes everywhere: dynamic sampling draws `oversample × B` groups and keeps the first B
-whose rewards vary, refilling with masked-out groups; learners without it keep the first B.
+whose rewards vary (and, for balanced filtering, whose pass rate p̂ has |p̂ − ½| ≤ δ), refilling
+with masked-out groups; learners without it keep the first B. Which problems are drawn is a
+choice too (`rljax.lm.curriculum`): uniformly over the split, or a level by a bandit over levels
+(SEC, UCB) that the learner's state carries and updates with the mean |A| of its groups, then a
+problem uniformly within the level.
 Minibatches are whole groups (PACS needs its group-mates). Minibatch counts that differ between
 learners share one schedule of `max_minibatches` micro-batches per epoch: a learner with M
 minibatches accumulates `max_minibatches / M` micro-batch gradients per AdamW step, with
@@ -17,8 +21,9 @@ aggregation normalizers taken over its whole minibatch, so it computes what M mi
 Epochs beyond a learner's `num_epochs` are skipped the same way.
 
 Keys: each learner has a root key (`init`); step s uses `fold_in(root, s)` split once per
-purpose (prompts, sampling, reference samples, minibatch order). Evaluation uses its own key,
-shared by all learners and never derived from a training key.
+purpose (prompts, sampling, reference samples, minibatch order). Group g's problem uses
+`fold_in(prompt key, g)`: directly for a uniform draw, split in two (level, problem) by curricula.
+Evaluation uses its own key, shared by all learners and never derived from a training key.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import jax.numpy as jnp
 import optax
 
 from rljax.agents import learner
-from rljax.lm import device_reward, objective, reward_signal
+from rljax.lm import curriculum, device_reward, objective, reward_signal
 from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig
 from rljax.lm.sampling import sample
@@ -57,6 +62,7 @@ class Config:
     max_grad_norm: float = 1.0  # global-norm gradient clipping
     eval_seed: int = 7  # the evaluation key, never a training key
     eval_levels: int = 0  # also report the quick pass@1 of levels 1..eval_levels
+    num_levels: int = 0  # K: levels 1..K the curricula choose among (0: every learner uniform)
     host_scorer: Callable | None = None  # device_reward.host_scorer for reward_kind "host"
 
 
@@ -79,6 +85,11 @@ class Hparams(NamedTuple):
     num_epochs: jax.Array
     num_minibatches: jax.Array
     reward: jax.Array  # int32 code in presets.REWARDS (rljax.lm.reward_signal)
+    curriculum: jax.Array  # int32 code in presets.CURRICULA (rljax.lm.curriculum)
+    curriculum_temp: jax.Array  # τ of softmax(value / τ) over levels
+    curriculum_lr: jax.Array  # α of the TD(0) update of the level values
+    ucb_c: jax.Array  # c of UCB's exploration bonus
+    balance_delta: jax.Array  # δ: dynamic sampling keeps groups with |p̂ − ½| ≤ δ too
 
 
 INT_FIELDS = (
@@ -91,6 +102,7 @@ INT_FIELDS = (
     "num_epochs",
     "num_minibatches",
     "reward",
+    "curriculum",
 )
 
 
@@ -118,6 +130,7 @@ class State(NamedTuple):
     key: jax.Array  # the learner's root key; step s uses fold_in(key, s)
     step: jax.Array  # updates done (int32)
     hparams: Hparams
+    curriculum: curriculum.CurriculumState  # level values and counts [K] (read by sec / ucb)
 
 
 def validate(config: Config) -> None:
@@ -147,6 +160,10 @@ def validate(config: Config) -> None:
         raise ValueError(f"temperature={config.temperature!r} is invalid; allowed: > 0")
     if not 0 < config.top_p <= 1:
         raise ValueError(f"top_p={config.top_p!r} is invalid; allowed: in (0, 1]")
+    if isinstance(config.num_levels, bool) or not isinstance(config.num_levels, int):
+        raise ValueError(f"num_levels={config.num_levels!r} is invalid; allowed: an integer >= 0")
+    if config.num_levels < 0:
+        raise ValueError(f"num_levels={config.num_levels!r} is invalid; allowed: an integer >= 0")
     if config.format_weight < 0 or config.reference_samples < 0:
         raise ValueError("format_weight and reference_samples must be >= 0")
 
@@ -163,7 +180,14 @@ def _optimizer(config: Config) -> optax.GradientTransformation:
 def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> State:
     """A learner starting at the base model with root key `key`."""
     params = jax.tree.map(jnp.array, data.base_params)  # a copy: states are donated
-    return State(params, _optimizer(config).init(params), key, jnp.zeros((), jnp.int32), hparams)
+    return State(
+        params,
+        _optimizer(config).init(params),
+        key,
+        jnp.zeros((), jnp.int32),
+        hparams,
+        curriculum.init(config.num_levels),
+    )
 
 
 def act(config: Config, params, prompt_tokens, prompt_mask, key):
@@ -211,16 +235,29 @@ class _Rollout(NamedTuple):
     verified: jax.Array  # [N] float: the verifier's verdicts (metrics)
     group_valid: jax.Array  # [B] float
     problem: jax.Array  # [B] table rows
+    level: jax.Array  # [B] int32 level index 0..K-1 of each kept group's problem
+    generated: jax.Array  # float: completion tokens the learner sampled (all groups it needs)
 
 
 def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample):
     B, G = config.prompts_per_step, config.group_size
     drawn = B * config.oversample
     num_problems = data.train.level.shape[0]
+    hp = state.hparams
     # One key per group, so drawing more groups (dynamic sampling) keeps the first draws.
-    problem = jax.vmap(
-        lambda g: jax.random.randint(jax.random.fold_in(key_prompts, g), (), 0, num_problems)
-    )(jnp.arange(drawn))
+    group_keys = jax.vmap(lambda g: jax.random.fold_in(key_prompts, g))(jnp.arange(drawn))
+    problem = jax.vmap(lambda k: jax.random.randint(k, (), 0, num_problems))(group_keys)
+    if config.num_levels:  # curricula: a level by the learner's bandit, then a problem in it
+        index = curriculum.level_index(data.train.level, config.num_levels)
+        logits = curriculum.level_logits(
+            hp.curriculum,
+            state.curriculum,
+            index.count > 0,
+            temperature=hp.curriculum_temp,
+            ucb_c=hp.ucb_c,
+        )
+        chosen, _ = jax.vmap(lambda k: curriculum.draw(k, logits, index))(group_keys)
+        problem = jnp.where(hp.curriculum == curriculum.UNIFORM, problem, chosen)
     rows = jnp.repeat(problem, G)
     prompt_tokens, prompt_mask = data.train.prompt_tokens[rows], data.train.prompt_mask[rows]
     out, reward, verified = _sample_and_score(config, state.params, data.train, rows, key_sample)
@@ -234,13 +271,20 @@ def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_samp
         verified.reshape(drawn, G),
         jax.random.fold_in(key_prompts, 2**31 - 1),
     )
-    varies = jnp.std(rewards, axis=1) > 0
-    dynamic = state.hparams.dynamic_sampling == 1
+    # Dynamic sampling keeps groups whose rewards vary (0 < p̂ < 1 for 0/1 rewards) and whose
+    # pass rate lies in the balanced band |p̂ − ½| ≤ δ (every group for δ = ½).
+    pass_rate = jnp.mean(correct.reshape(drawn, G).astype(jnp.float32), axis=1)
+    varies = (jnp.std(rewards, axis=1) > 0) & curriculum.balanced(pass_rate, hp.balance_delta)
+    dynamic = hp.dynamic_sampling == 1
     rank = jnp.where(dynamic & ~varies, drawn, 0) + jnp.arange(drawn)
     keep = jnp.argsort(rank)[:B]  # varied groups first (dynamic), else the first B
     group_valid = jnp.where(dynamic, varies[keep], True).astype(jnp.float32)
     kept = (keep[:, None] * G + jnp.arange(G)).reshape(-1)
     mask = out.mask[kept].astype(jnp.float32) * jnp.repeat(group_valid, G)[:, None]
+    # Tokens sampled for the groups this learner needs: all drawn groups if it samples
+    # dynamically, else its first B (what it would sample alone).
+    needed = jnp.where(dynamic, True, jnp.arange(drawn) < B)
+    generated = jnp.sum(out.mask.reshape(drawn, -1).astype(jnp.float32) * needed[:, None])
     return _Rollout(
         prompt_tokens[kept],
         prompt_mask[kept],
@@ -252,6 +296,8 @@ def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_samp
         verified.reshape(-1)[kept].astype(jnp.float32),
         group_valid,
         problem[keep],
+        data.train.level[problem[keep]] - 1,
+        generated,
     )
 
 
@@ -410,9 +456,18 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
                 batch["adv"].reshape(-1, G), ro.group_valid
             ),
             "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
+            "tokens/generated": ro.generated,
         }
     )
-    new_state = State(params, opt_state, state.key, state.step + 1, hp)
+    bandit = state.curriculum
+    if config.num_levels:  # every learner tracks its levels; only sec / ucb draw by them
+        # The bandit's reward for a trained group: its mean |A| (0 for a dropped group).
+        group_abs = jnp.mean(jnp.abs(adv), axis=1) * ro.group_valid
+        bandit = curriculum.update(bandit, ro.level, group_abs, learning_rate=hp.curriculum_lr)
+        for k in range(config.num_levels):
+            metrics[f"curriculum/level{k + 1}"] = jnp.mean(ro.level == k)
+            metrics[f"curriculum/value{k + 1}"] = bandit.value[k]
+    new_state = State(params, opt_state, state.key, state.step + 1, hp, bandit)
     return new_state, metrics
 
 

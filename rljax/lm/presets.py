@@ -35,6 +35,8 @@ PLACEMENTS = ("loss", "reward")
 # What the learner is rewarded for (rljax.lm.reward_signal): the verifier, or invalid signals.
 REWARDS = ("verifier", "random", "inverted", "format_only", "majority", "none")
 PARSED_REWARDS = ("inverted", "format_only", "majority")  # parse answers: exact-match tasks only
+# Which problems a step draws (rljax.lm.curriculum): uniformly, or by a bandit over levels.
+CURRICULA = ("uniform", "sec", "ucb")
 
 # Which choice field takes names from which tuple.
 CHOICES = {
@@ -44,6 +46,7 @@ CHOICES = {
     "divergence": DIVERGENCES,
     "placement": PLACEMENTS,
     "reward": REWARDS,
+    "curriculum": CURRICULA,
 }
 
 _COMMON = dict(
@@ -63,6 +66,15 @@ _COMMON = dict(
     weight_decay=1e-4,
     dynamic_sampling=0,
     reward="verifier",
+    # Prompt selection (rljax.lm.curriculum; values ours): uniform draws reproduce the learner
+    # without curricula. τ of softmax(value/τ), α of the TD(0) value update, c of UCB's bonus
+    # (DUMP's c √(2 ln N / n)), and balanced filtering's band |p̂ − ½| ≤ δ (½: no band beyond
+    # dynamic sampling's 0 < p̂ < 1; read only by learners that sample dynamically).
+    curriculum="uniform",
+    curriculum_temp=0.2,
+    curriculum_lr=0.5,
+    ucb_c=1.0,
+    balance_delta=0.5,
 )
 PRESETS = {
     # DeepSeekMath GRPO: group-normalized advantages, per-sequence mean, k3 KL in the loss.
@@ -138,7 +150,9 @@ def check(values: dict) -> None:
     """Validates one learner's resolved fields; raises ValueError naming field, value, range."""
     for field, table in CHOICES.items():
         _choose(f"rl.{field}", values[field], table)
-    for field in ("eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta", "weight_decay"):
+    for field in (
+        "eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta", "weight_decay", "ucb_c"
+    ):  # fmt: skip
         v = float(values[field])
         if not v >= 0 or v != v or v == float("inf"):
             raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite >= 0")
@@ -150,6 +164,7 @@ def check(values: dict) -> None:
             raise ValueError(f"rl.{field}={v!r} is invalid; allowed: an integer in [1, 64]")
     if values["dynamic_sampling"] not in (0, 1, True, False):
         raise ValueError(f"rl.dynamic_sampling={values['dynamic_sampling']!r}; allowed: 0 or 1")
+    _check_curriculum(values)
     if values["divergence"] in SAMPLE_DIVERGENCES and values["placement"] == "reward":
         raise ValueError(
             f"rl.placement='reward' with rl.divergence={values['divergence']!r}: a divergence "
@@ -164,6 +179,23 @@ def check(values: dict) -> None:
         raise ValueError(
             f"rl.divergence={values['divergence']!r} needs rl.kl_coef > 0 "
             f"(got {values['kl_coef']!r}); use divergence='none' for no regularizer"
+        )
+
+
+def _check_curriculum(values: dict) -> None:
+    temp, lr, delta = (
+        float(values[f]) for f in ("curriculum_temp", "curriculum_lr", "balance_delta")
+    )
+    if not 0 < temp < float("inf"):
+        raise ValueError(f"rl.curriculum_temp={values['curriculum_temp']!r}; allowed: a finite > 0")
+    if not 0 < lr <= 1:
+        raise ValueError(f"rl.curriculum_lr={values['curriculum_lr']!r}; allowed: in (0, 1]")
+    if not 0 <= delta <= 0.5:
+        raise ValueError(f"rl.balance_delta={values['balance_delta']!r}; allowed: in [0, 0.5]")
+    if delta < 0.5 and not values["dynamic_sampling"]:
+        raise ValueError(
+            f"rl.balance_delta={values['balance_delta']!r} with rl.dynamic_sampling=0 would be "
+            "ignored: balanced filtering drops groups, so it needs dynamic_sampling=1"
         )
 
 

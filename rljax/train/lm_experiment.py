@@ -245,6 +245,7 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         top_p=run.top_p,
         format_weight=run.format_weight,
         eval_levels=task.num_levels,
+        num_levels=task.num_levels,
     )
 
 

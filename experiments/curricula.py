@@ -1,0 +1,376 @@
+"""Difficulty filtering and curricula (#182, #175, #177 in PAPERS.md; ablation 11): which prompts
+are worth sampling, as populations on the RLVR testbed.
+
+    PYTHONPATH=. python experiments/curricula.py --workdir runs/curricula
+    PYTHONPATH=. python experiments/curricula.py --workdir /tmp/curricula --quick
+
+The base is the testbed model (`configs/grpo.py:arithmetic,fast`, 2 layers, d 64) SFT-trained on
+all three arithmetic levels (1,200 steps on sloppy traces); RL and evaluation on all three levels
+(``max_level=0``) with `lite_ppo`'s values (GRPO advantages, no KL, token mean, 2 epochs × 2
+minibatches, lr 3e-4). Each arm changes only which prompts a step trains on
+(`rljax.lm.curriculum`):
+
+  uniform            plain GRPO: B problems uniformly from the split;
+  dynamic 0<p̂<1      balanced filtering's wide band = DAPO's dynamic sampling: 2B groups drawn,
+                     the first B with mixed rewards trained (p̂ = in-group pass rate);
+  balanced p̂∈[¼,¾]   the narrow band of #182, |p̂ − ½| ≤ ¼: of 2B drawn groups, the first B
+                     with p̂ in [¼, ¾];
+  SEC                a bandit over the 3 levels (#175): value = TD(0) running mean of the groups'
+                     mean |A| (α = 0.5), levels ~ softmax(value/τ), τ = 0.2;
+  UCB                DUMP (#177): the same values plus c √(2 ln N / n_ℓ), c = 1, softmax at τ = 0.2.
+
+(τ, α and c are ours: the abstracts give none.) Filtering arms sample 2B groups a step, so they
+train apart from the others (a population shares its static shape).
+
+Metrics per arm over seeds: the quick held-out pass@1 (all levels and per level) every 10
+updates against updates, generated tokens (the completion tokens a learner sampled, discarded
+groups included) and wall clock (each population's measured RL seconds per learner-step × updates:
+load-dependent); the share of zero-variance groups in the trained batch; the drawn-level shares;
+final held-out pass@1 per level (300 problems × 16 samples, host verifiers). Claims, each decided
+from the numbers: (1) balanced filtering reaches plain GRPO's best quick pass@1 with fewer
+generated tokens (ratio of tokens to reach it, 95% bootstrap interval over seeds); (2) the
+curricula end higher than uniform on the hardest level (level 3).
+
+Default: 5 arms × 4 seeds × 100 updates; aimed at ≤ 20 minutes on an idle 2-core CPU, not yet
+measured (results.md records the times of each run). Writes results.md, results.json,
+accuracy_updates.png, accuracy_tokens.png, accuracy_wall.png, accuracy_level<k>.png,
+zero_var.png and levels.png.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import _lm_repro as repro  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rljax import stats  # noqa: E402
+
+DELTA = 0.25  # the narrow balanced band |p̂ − ½| ≤ δ
+PLAIN = {
+    "uniform": {"curriculum": "uniform", "dynamic_sampling": 0, "balance_delta": 0.5},
+    "SEC": {"curriculum": "sec", "dynamic_sampling": 0, "balance_delta": 0.5},
+    "UCB": {"curriculum": "ucb", "dynamic_sampling": 0, "balance_delta": 0.5},
+}
+FILTERED = {
+    "dynamic 0<p̂<1": {"curriculum": "uniform", "dynamic_sampling": 1, "balance_delta": 0.5},
+    "balanced p̂∈[¼,¾]": {"curriculum": "uniform", "dynamic_sampling": 1, "balance_delta": DELTA},
+}
+ALL_LEVELS = {"max_level": 0}  # SFT, RL and evaluation on levels 1-3
+HARDEST = "3"
+RESAMPLES = 1000
+
+
+def populations(quick: bool) -> list[repro.Population]:
+    if quick:  # one compile: every arm oversamples
+        return [repro.Population("all", {**PLAIN, **FILTERED}, run=ALL_LEVELS)]
+    return [
+        repro.Population("plain", PLAIN, run=ALL_LEVELS),
+        repro.Population("filtered", FILTERED, run=ALL_LEVELS),
+    ]
+
+
+def seconds_per_step(workdir: str, pops: list[repro.Population]) -> dict[str, float]:
+    """Measured RL wall seconds per learner-step of each population (compile excluded)."""
+    out = {}
+    for pop in pops:
+        with open(os.path.join(workdir, pop.name, "results.json")) as f:
+            res = json.load(f)
+        per = res["rl_seconds"] / max(res["num_learners"] * res["rl_steps"], 1)
+        out.update({label: per for label in pop.arms})
+    return out
+
+
+def eval_curves(result: dict, chunk: int) -> dict:
+    """Per arm at each quick evaluation: updates, pass@1 [S, C], cumulative tokens [S, C]."""
+    ends = repro.chunk_ends(result["updates"], chunk)
+    out = {}
+    for label, arm in result["arms"].items():
+        tokens = np.cumsum(np.nan_to_num(arm["curves"]["tokens/generated"]), axis=1)
+        out[label] = {
+            "updates": result["updates"][ends],
+            "pass@1": arm["curves"]["pass@1/mean"][:, ends],
+            "tokens": tokens[:, ends],
+        }
+    return out
+
+
+def _cost_to_reach(acc: np.ndarray, cost: np.ndarray, target: float) -> float:
+    """Mean cost at the first evaluation whose seed-mean accuracy reaches `target` (inf: never)."""
+    hit = np.flatnonzero(np.nanmean(acc, axis=0) >= target - 1e-9)
+    return float(np.mean(cost[:, hit[0]])) if hit.size else float("inf")
+
+
+def reach_ratio(base: dict, arm: dict, key: str, scale: tuple[float, float] = (1.0, 1.0)):
+    """Cost for `arm` to reach `base`'s best seed-mean quick pass@1, over `base`'s own cost to
+    reach it; a 95% bootstrap interval resampling the seeds of each arm independently.
+
+    `key` is "tokens" or "updates" (× the per-step seconds `scale` of base and arm: wall clock).
+    """
+
+    def ratio(b_idx, a_idx):
+        b_acc, a_acc = base["pass@1"][b_idx], arm["pass@1"][a_idx]
+        b_cost = np.broadcast_to(base[key], base["pass@1"].shape)[b_idx] * scale[0]
+        a_cost = np.broadcast_to(arm[key], arm["pass@1"].shape)[a_idx] * scale[1]
+        target = float(np.nanmax(np.nanmean(b_acc, axis=0)))
+        own = _cost_to_reach(b_acc, b_cost, target)
+        return _cost_to_reach(a_acc, a_cost, target) / own, target
+
+    sb, sa = base["pass@1"].shape[0], arm["pass@1"].shape[0]
+    point, target = ratio(np.arange(sb), np.arange(sa))
+    rng = np.random.default_rng(0)
+    draws = [ratio(rng.integers(0, sb, sb), rng.integers(0, sa, sa))[0] for _ in range(RESAMPLES)]
+    # inf where a resample never reaches the target: quantiles without interpolation
+    lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
+    return {"ratio": point, "ci": [float(lo), float(hi)], "target": target}
+
+
+def verdicts(arms: dict, curves: dict, per_step: dict) -> tuple[dict, list[str]]:
+    reach = {}
+    for label in FILTERED:
+        reach[f"{label}: tokens"] = reach_ratio(curves["uniform"], curves[label], "tokens")
+        scale = (per_step["uniform"], per_step[label])
+        reach[f"{label}: wall clock"] = reach_ratio(
+            curves["uniform"], curves[label], "updates", scale
+        )
+    signs = []
+    for label in FILTERED:
+        r = reach[f"{label}: tokens"]
+        signs.append("+" if r["ci"][1] < 1 else "-" if r["ci"][0] > 1 else "0")
+    why1 = "; ".join(
+        f"{label} needs {_ratio(reach[f'{label}: tokens'])} plain GRPO's generated tokens to "
+        "reach its best quick pass@1"
+        for label in FILTERED
+    )
+    v1 = _combine(signs)
+    hard = {k: [m["pass@1_by_level"][HARDEST] for m in a["learners"]] for k, a in arms.items()}
+    comparisons = {
+        f"{k} vs uniform (level-{HARDEST} pass@1)": repro.effect(hard[k], hard["uniform"])
+        for k in ("SEC", "UCB", *FILTERED)
+    }
+    comparisons.update(
+        {
+            f"{k} vs uniform (pass@1)": repro.effect(
+                repro.final(arms[k], "pass@1"), repro.final(arms["uniform"], "pass@1")
+            )
+            for k in ("SEC", "UCB", *FILTERED)
+        }
+    )
+    s2 = [comparisons[f"{k} vs uniform (level-{HARDEST} pass@1)"]["sign"] for k in ("SEC", "UCB")]
+    v2 = _combine(s2)
+    why2 = ", ".join(
+        f"{k} − uniform {comparisons[f'{k} vs uniform (level-{HARDEST} pass@1)']['diff']:+.3f} "
+        f"({s})"
+        for k, s in zip(("SEC", "UCB"), s2, strict=True)
+    )
+    claims = {
+        "balanced filtering reaches plain GRPO's best accuracy sooner (generated tokens)": (
+            v1,
+            why1,
+        ),
+        f"the curricula generalize better to the hardest level ({HARDEST})": (v2, why2),
+    }
+    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
+    return {"claims": claims, "comparisons": comparisons, "reach": reach}, lines
+
+
+def _ratio(r: dict) -> str:
+    """ "0.62× [0.41, 0.95]"; "inf" reads "never"."""
+    f = lambda v: "never" if v == float("inf") else f"{v:.2f}×"  # noqa: E731
+    return f"{f(r['ratio'])} [{f(r['ci'][0])}, {f(r['ci'][1])}]"
+
+
+def _combine(signs: list[str]) -> str:
+    """Both arms '+': reproduced; one: partly; a '-' and no '+': contradicted; else not at scale."""
+    if all(s == "+" for s in signs):
+        return "reproduced"
+    if "+" in signs:
+        return "partly"
+    return "contradicted" if "-" in signs else "not at this scale"
+
+
+def _plot_lines(series: dict, path: str, *, title: str, xlabel: str, ylabel: str) -> None:
+    """Seed-mean curves whose x differs per arm: series[arm] = (x [C], y [S, C])."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for name, (x, y) in series.items():
+        ax.plot(x, np.nanmean(y, axis=0), marker=".", label=f"{name} (n={y.shape[0]})")
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plots(result: dict, curves: dict, per_step: dict, workdir: str, chunk: int) -> None:
+    arms = result["arms"]
+    ends = repro.chunk_ends(result["updates"], chunk)
+    x = result["updates"][ends]
+    stats.plot_bands(
+        x,
+        {k: c["pass@1"] for k, c in curves.items()},
+        os.path.join(workdir, "accuracy_updates.png"),
+        title="Filtering and curricula: quick held-out pass@1 (all levels)",
+        xlabel="RL update",
+        ylabel="pass@1",
+    )
+    _plot_lines(
+        {k: (np.mean(c["tokens"], axis=0), c["pass@1"]) for k, c in curves.items()},
+        os.path.join(workdir, "accuracy_tokens.png"),
+        title="Filtering and curricula: pass@1 against generated tokens",
+        xlabel="completion tokens generated per learner",
+        ylabel="pass@1",
+    )
+    _plot_lines(
+        {k: (c["updates"] * per_step[k], c["pass@1"]) for k, c in curves.items()},
+        os.path.join(workdir, "accuracy_wall.png"),
+        title="Filtering and curricula: pass@1 against wall clock (per learner)",
+        xlabel="seconds (measured per learner-step × updates; load-dependent)",
+        ylabel="pass@1",
+    )
+    levels = sorted(k for k in next(iter(arms.values()))["curves"] if k.startswith(repro.LEVEL))
+    for key in levels:
+        level = key.removeprefix(repro.LEVEL)
+        stats.plot_bands(
+            x,
+            {k: a["curves"][key][:, ends] for k, a in arms.items()},
+            os.path.join(workdir, f"accuracy_level{level}.png"),
+            title=f"Filtering and curricula: quick held-out pass@1, level {level}",
+            xlabel="RL update",
+            ylabel=f"pass@1 (level {level})",
+        )
+    stats.plot_bands(
+        result["updates"],
+        {k: a["curves"]["groups/zero_var_frac"] for k, a in arms.items()},
+        os.path.join(workdir, "zero_var.png"),
+        title="Share of zero-variance groups in the trained batch",
+        xlabel="RL update",
+        ylabel="share of groups",
+    )
+    share = {
+        f"{k}: level {lv}": a["curves"][f"{repro.CURRICULUM}level{lv}"]
+        for k, a in arms.items()
+        if k in ("SEC", "UCB")
+        for lv in (1, 2, 3)
+    }
+    stats.plot_bands(
+        result["updates"],
+        share,
+        os.path.join(workdir, "levels.png"),
+        title="Curricula: share of each step's groups drawn at each level",
+        xlabel="RL update",
+        ylabel="share of groups",
+    )
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    repro.add_flags(parser, "runs/curricula", seeds=4, steps=100)
+    args = parser.parse_args(argv)
+    repro.check_flags(parser, args)
+    start = time.perf_counter()
+    chunk = 10
+    pops = populations(args.quick)
+    result = repro.train(args, pops, chunk_steps=chunk, final_samples=16, final_problems=300)
+    arms = result["arms"]
+    per_step = seconds_per_step(args.workdir, pops)
+    quick_chunk = 1 if args.quick else chunk
+    curves = eval_curves(result, quick_chunk)
+    levels = sorted(next(iter(arms.values()))["base"]["pass@1_by_level"])
+    columns = {"pass@1": lambda a: repro.final(a, "pass@1")}
+    for level in levels:
+        columns[f"level {level}"] = lambda a, lv=level: [
+            m["pass@1_by_level"][lv] for m in a["learners"]
+        ]
+    columns["zero-var share"] = lambda a: repro.late(a, "groups/zero_var_frac", fraction=1.0)
+    columns["kept share"] = lambda a: repro.late(a, "groups/kept_frac", fraction=1.0)
+    columns["tokens / step"] = lambda a: repro.late(a, "tokens/generated", fraction=1.0)
+    for lv in (1, 2, 3):
+        columns[f"drawn level {lv}"] = lambda a, lv=lv: repro.late(
+            a, f"{repro.CURRICULUM}level{lv}", fraction=1.0
+        )
+    rows = repro.summaries(arms, columns)
+    decided, claim_lines = verdicts(arms, curves, per_step)
+    seconds = round(time.perf_counter() - start, 1)
+    base = next(iter(arms.values()))["base"]
+    by_level = ", ".join(f"level {k} {v:.3f}" for k, v in base["pass@1_by_level"].items())
+    reach_lines = [
+        f"| {name} | {_ratio(r)} | {r['target']:.3f} |" for name, r in decided["reach"].items()
+    ]
+    notes = [
+        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval "
+        "excludes 0, or 1 for a ratio):",
+        "",
+        *claim_lines,
+        "",
+        f"Base: pass@1 {base['pass@1']:.3f} ({by_level}; {base['num_problems']} held-out "
+        "problems). Shares and tokens per step are means over all updates; the zero-variance "
+        "share is over the trained batch (for the filtering arms: the filler groups when too "
+        "few drawn groups passed the filter).",
+        "",
+        *repro.table(rows, list(columns)),
+        "",
+        "Cost to reach plain GRPO's best seed-mean quick pass@1 (the target), relative to "
+        "uniform's own cost to reach it (< 1×: sooner; never: not within the run). Wall clock "
+        f"uses each population's measured RL seconds per learner-step: {per_step}.",
+        "",
+        "| arm: cost | ratio [95% CI] | target |",
+        "|---|---|---|",
+        *reach_lines,
+        "",
+        "| comparison | difference [95% CI] | P(improvement) |",
+        "|---|---|---|",
+        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
+        "",
+        repro.timing_line(args, result, seconds),
+    ]
+    text = stats.write_results(
+        args.workdir,
+        title="Difficulty filtering and curricula (#182, #175, #177)",
+        claim="Balanced online difficulty filtering reaches plain GRPO's best reward sooner; "
+        "bandit curricula over difficulty levels (SEC, DUMP's UCB) generalize better to the "
+        "hard levels.",
+        verdict=repro.overall(decided["claims"]),
+        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
+        arms={k: r[f"level {HARDEST}"] for k, r in rows.items()},
+        metric=f"held-out level-{HARDEST} pass@1",
+        extra={
+            "table": rows,
+            "claims": decided["claims"],
+            "comparisons": decided["comparisons"],
+            "reach": decided["reach"],
+            "seconds_per_learner_step": per_step,
+            "curves": {
+                k: {
+                    "updates": c["updates"].tolist(),
+                    "pass@1_mean": np.nanmean(c["pass@1"], axis=0).tolist(),
+                    "tokens_mean": np.mean(c["tokens"], axis=0).tolist(),
+                }
+                for k, c in curves.items()
+            },
+            "base": {k: v for k, v in base.items() if k != "pass_at_k"},
+            "seconds": seconds,
+            "population_seconds": result["seconds"],
+            "population_cpu_seconds": result["cpu_seconds"],
+            "seeds": args.seeds,
+            "steps": args.steps,
+        },
+        notes=notes,
+    )
+    plots(result, curves, per_step, args.workdir, quick_chunk)
+    print(text)
+    return args.workdir
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
