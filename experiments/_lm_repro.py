@@ -320,3 +320,12 @@ def pass_columns(n: int) -> dict:
     columns["distinct correct"] = lambda a: final(a, "distinct_correct_per_problem")
     columns["entropy"] = lambda a: late(a, "entropy")
     return columns
+
+
+def level_columns(arms: dict) -> dict:
+    """Table columns "level k": held-out pass@1 of level k per seed, for every evaluated level."""
+    levels = sorted(next(iter(arms.values()))["base"]["pass@1_by_level"])
+    return {
+        f"level {lv}": (lambda a, lv=lv: [m["pass@1_by_level"][lv] for m in a["learners"]])
+        for lv in levels
+    }

@@ -286,12 +286,7 @@ def main(argv=None):
     per_step = seconds_per_step(args.workdir, pops)
     quick_chunk = 1 if args.quick else chunk
     curves = eval_curves(result, quick_chunk)
-    levels = sorted(next(iter(arms.values()))["base"]["pass@1_by_level"])
-    columns = {"pass@1": lambda a: repro.final(a, "pass@1")}
-    for level in levels:
-        columns[f"level {level}"] = lambda a, lv=level: [
-            m["pass@1_by_level"][lv] for m in a["learners"]
-        ]
+    columns = {"pass@1": lambda a: repro.final(a, "pass@1"), **repro.level_columns(arms)}
     columns["zero-var share"] = lambda a: repro.late(a, "groups/zero_var_frac", fraction=1.0)
     columns["kept share"] = lambda a: repro.late(a, "groups/kept_frac", fraction=1.0)
     columns["tokens / step"] = lambda a: repro.late(a, "tokens/generated", fraction=1.0)
@@ -301,53 +296,41 @@ def main(argv=None):
         )
     rows = repro.summaries(arms, columns)
     decided, claim_lines = verdicts(arms, curves, per_step)
-    seconds = round(time.perf_counter() - start, 1)
     base = next(iter(arms.values()))["base"]
     by_level = ", ".join(f"level {k} {v:.3f}" for k, v in base["pass@1_by_level"].items())
-    reach_lines = [
-        f"| {name} | {_ratio(r)} | {r['target']:.3f} |" for name, r in decided["reach"].items()
-    ]
-    notes = [
-        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval "
-        "excludes 0, or 1 for a ratio):",
-        "",
-        *claim_lines,
-        "",
+    context = [
         f"Base: pass@1 {base['pass@1']:.3f} ({by_level}; {base['num_problems']} held-out "
         "problems). Shares and tokens per step are means over all updates; the zero-variance "
         "share is over the trained batch (for the filtering arms: the filler groups when too "
-        "few drawn groups passed the filter).",
-        "",
-        *repro.table(rows, list(columns)),
-        "",
+        "few drawn groups passed the filter). A ratio's interval excluding 1 decides a claim "
+        "on cost.",
+    ]
+    after = [
         "Cost to reach plain GRPO's best seed-mean quick pass@1 (the target), relative to "
         "uniform's own cost to reach it (< 1×: sooner; never: not within the run). Wall clock "
         f"uses each population's measured RL seconds per learner-step: {per_step}.",
         "",
         "| arm: cost | ratio [95% CI] | target |",
         "|---|---|---|",
-        *reach_lines,
+        *(f"| {name} | {_ratio(r)} | {r['target']:.3f} |" for name, r in decided["reach"].items()),
         "",
-        "| comparison | difference [95% CI] | P(improvement) |",
-        "|---|---|---|",
-        *(repro.difference_line(k, c) for k, c in decided["comparisons"].items()),
-        "",
-        repro.timing_line(args, result, seconds),
     ]
-    text = stats.write_results(
-        args.workdir,
+    text = repro.report(
+        args,
+        result,
+        start,
+        decided,
+        claim_lines,
+        rows,
         title="Difficulty filtering and curricula (#182, #175, #177)",
         claim="Balanced online difficulty filtering reaches plain GRPO's best reward sooner; "
         "bandit curricula over difficulty levels (SEC, DUMP's UCB) generalize better to the "
         "hard levels.",
-        verdict=repro.overall(decided["claims"]),
-        reason="; ".join(f"{v}: {why}" for v, why in decided["claims"].values()),
-        arms={k: r[f"level {HARDEST}"] for k, r in rows.items()},
+        headline=f"level {HARDEST}",
         metric=f"held-out level-{HARDEST} pass@1",
+        context=context,
+        after_table=after,
         extra={
-            "table": rows,
-            "claims": decided["claims"],
-            "comparisons": decided["comparisons"],
             "reach": decided["reach"],
             "seconds_per_learner_step": per_step,
             "curves": {
@@ -359,13 +342,7 @@ def main(argv=None):
                 for k, c in curves.items()
             },
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
-            "seconds": seconds,
-            "population_seconds": result["seconds"],
-            "population_cpu_seconds": result["cpu_seconds"],
-            "seeds": args.seeds,
-            "steps": args.steps,
         },
-        notes=notes,
     )
     plots(result, curves, per_step, args.workdir, quick_chunk)
     print(text)

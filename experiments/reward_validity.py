@@ -112,13 +112,8 @@ def main(argv=None):
     pop = repro.Population("signals", {k: {"reward": k} for k in SIGNALS}, run=ALL_LEVELS)
     result = repro.train(args, [pop], chunk_steps=chunk, final_samples=16, final_problems=300)
     arms = result["arms"]
-    levels = sorted(next(iter(arms.values()))["base"]["pass@1_by_level"])
-    columns = {"pass@1": lambda a: repro.final(a, "pass@1")}
-    columns["gain"] = repro.gains
-    for level in levels:
-        columns[f"level {level}"] = lambda a, lv=level: [
-            m["pass@1_by_level"][lv] for m in a["learners"]
-        ]
+    columns = {"pass@1": lambda a: repro.final(a, "pass@1"), "gain": repro.gains}
+    columns.update(repro.level_columns(arms))
     columns["train accuracy"] = lambda a: repro.late(a, "correct/mean")
     rows = repro.summaries(arms, columns)
     decided, claim_lines = verdicts(arms)

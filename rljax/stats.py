@@ -247,6 +247,17 @@ def write_results(
     return text
 
 
+def _band(column: np.ndarray, seed: int) -> tuple[float, float, float]:
+    """(mean, low, high) over the finite values of one x of a band plot."""
+    kept = column[np.isfinite(column)]
+    if kept.size == 0:
+        return np.nan, np.nan, np.nan
+    if kept.size == 1:
+        return kept[0], kept[0], kept[0]
+    low, high = stratified_bootstrap(kept, seed=seed, num_resamples=500)
+    return float(kept.mean()), low, high
+
+
 def plot_bands(
     x,
     curves: dict[str, np.ndarray],
@@ -257,7 +268,11 @@ def plot_bands(
     ylabel: str,
     seed: int = 0,
 ) -> None:
-    """Mean over seeds with a 95% bootstrap band per arm; ``curves[arm]`` is ``[S, len(x)]``."""
+    """Mean over seeds with a 95% bootstrap band per arm; ``curves[arm]`` is ``[S, len(x)]``.
+
+    NaN marks a seed with no value at that x (e.g. no measurement there): each point uses the
+    seeds defined at it, and a point with none is left out of the line.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -268,16 +283,7 @@ def plot_bands(
         values = np.asarray(values, np.float64)
         if values.ndim != 2 or values.shape[1] != len(x):
             raise ValueError(f"curves[{name!r}] has shape {values.shape}; expected [S, {len(x)}]")
-        centre = values.mean(axis=0)
-        bands = (
-            [
-                stratified_bootstrap(values[:, i], seed=seed, num_resamples=500)
-                for i in range(values.shape[1])
-            ]
-            if values.shape[0] > 1
-            else [(c, c) for c in centre]
-        )
-        low, high = np.asarray(bands).T
+        centre, low, high = np.asarray([_band(column, seed) for column in values.T]).T
         (line,) = ax.plot(x, centre, label=f"{name} (n={values.shape[0]})")
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel(xlabel)

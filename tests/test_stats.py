@@ -110,3 +110,11 @@ def test_summarize_num_resamples():
     np.testing.assert_allclose(few["mean_ci"], full["mean_ci"], atol=0.2)
     with pytest.raises(ValueError, match="num_resamples"):
         stats.summarize(x, num_resamples=10)
+
+
+def test_band_uses_the_seeds_defined_at_each_point():
+    column = np.array([0.2, np.nan, 0.4, 0.6])
+    centre, low, high = stats._band(column, seed=0)
+    assert centre == pytest.approx(0.4) and 0.2 <= low <= centre <= high <= 0.6
+    assert stats._band(np.array([np.nan, 0.3]), seed=0) == (0.3, 0.3, 0.3)
+    assert all(np.isnan(stats._band(np.array([np.nan, np.nan]), seed=0)))
