@@ -18,8 +18,9 @@ Metrics per arm over seeds: held-out level-3 pass@1 and pass@16 (the 100 level-3
 groups whose advantages are all zero, the share of all-wrong/all-right (zero-variance) groups, and
 the training entropy (mean over the last 20% of updates).
 
-Measured on the shared 2-core CPU: see results.md (timings). Writes results.md, results.json,
-hard_accuracy.png, zero_adv.png and entropy.png.
+Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT base cached: default 17.9 min
+wall under a load of ~5 (other jobs running), 787 s CPU (all threads); --quick ~30 s. Writes
+results.md, results.json, hard_accuracy.png, zero_adv.png and entropy.png.
 """
 
 from rljax import cli, xla_flags
