@@ -186,7 +186,8 @@ def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> St
         key,
         jnp.zeros((), jnp.int32),
         hparams,
-        curriculum.init(config.num_levels),
+        # one unused slot without levels: checkpoints cannot hold zero-size arrays
+        curriculum.init(max(config.num_levels, 1)),
     )
 
 
