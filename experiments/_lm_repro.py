@@ -8,7 +8,7 @@ program through `rljax.train.lm_experiment.run`, and reads back per learner the 
 evaluation (each population's results.json) and the training curves (its metrics.jsonl).
 
 The testbed is `configs/grpo.py:arithmetic,fast` (``--quick``: ``arithmetic,tiny``). Populations
-live in sub-directories of the script's work directory; a finished population is not rerun.
+live in sub-directories of the script's work directory.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ def testbed(args, pop: Population, *, chunk_steps: int, final_samples: int, fina
 
 
 def train(args, pops: list[Population], **testbed_kwargs) -> dict:
-    """Trains every population (finished ones are read back); returns per-arm learner results.
+    """Trains every population (a rerun archives the old work directory and trains afresh, as
+    `rljax.train.loop` does); returns per-arm learner results.
 
     Returns:
       {"arms": {label: {"learners": [eval dict per seed], "curves": {key: [S, U]},
@@ -229,8 +230,7 @@ def timing_line(args, result: dict, seconds: float) -> str:
     cpu = sum(result["cpu_seconds"].values())
     return (
         f"{args.seeds} seeds per arm, {args.steps} RL updates per learner. Wall clock "
-        f"{seconds:.0f} s, CPU {cpu:.0f} s (all threads; populations already trained are read "
-        f"back, not rerun). Per population, wall: {result['seconds']}; CPU: "
+        f"{seconds:.0f} s, CPU {cpu:.0f} s (all threads). Per population, wall: {result['seconds']}; CPU: "
         f"{result['cpu_seconds']}."
     )
 
