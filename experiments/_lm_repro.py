@@ -230,8 +230,8 @@ def timing_line(args, result: dict, seconds: float) -> str:
     cpu = sum(result["cpu_seconds"].values())
     return (
         f"{args.seeds} seeds per arm, {args.steps} RL updates per learner. Wall clock "
-        f"{seconds:.0f} s, CPU {cpu:.0f} s (all threads). Per population, wall: {result['seconds']}; CPU: "
-        f"{result['cpu_seconds']}."
+        f"{seconds:.0f} s, CPU {cpu:.0f} s (all threads). Per population, wall: "
+        f"{result['seconds']}; CPU: {result['cpu_seconds']}."
     )
 
 
