@@ -329,3 +329,14 @@ def level_columns(arms: dict) -> dict:
         f"level {lv}": (lambda a, lv=lv: [m["pass@1_by_level"][lv] for m in a["learners"]])
         for lv in levels
     }
+
+
+def plot_curve(
+    arms: dict, updates: np.ndarray, key: str, path: str, *, title: str, ylabel: str,
+    at: np.ndarray | None = None,
+) -> None:  # fmt: skip
+    """One training curve (`key` of each arm's curves) against RL updates, with seed bands;
+    `at` keeps only those update indices (e.g. `chunk_ends`, where quick evaluations ran)."""
+    at = np.arange(len(updates)) if at is None else at
+    curves = {name: a["curves"][key][:, at] for name, a in arms.items()}
+    stats.plot_bands(updates[at], curves, path, title=title, xlabel="RL update", ylabel=ylabel)

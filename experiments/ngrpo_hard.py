@@ -32,8 +32,6 @@ import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
 
-from rljax import stats  # noqa: E402
-
 SYMMETRIC = {"eps_low": 0.2, "eps_high": 0.2}
 ASYMMETRIC = {"eps_low": 0.16, "eps_high": 0.24}
 ARMS = {
@@ -101,29 +99,20 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
 
 
 def plots(result: dict, workdir: str, chunk: int) -> None:
-    updates = result["updates"]
-    ends = repro.chunk_ends(updates, chunk)
-    arms = result["arms"]
-    stats.plot_bands(
-        updates[ends],
-        {k: a["curves"]["pass@1/mean"][:, ends] for k, a in arms.items()},
-        os.path.join(workdir, "hard_accuracy.png"),
+    updates, arms = result["updates"], result["arms"]
+    repro.plot_curve(
+        arms, updates, "pass@1/mean", os.path.join(workdir, "hard_accuracy.png"),
         title="NGRPO on the hard split: quick level-3 pass@1",
-        xlabel="RL update",
-        ylabel="pass@1 (level-3 held-out problems)",
-    )
+        ylabel="pass@1 (level-3 held-out problems)", at=repro.chunk_ends(updates, chunk),
+    )  # fmt: skip
     for key, name, label in (
         ("groups/zero_adv_frac", "zero_adv.png", "share of trained groups with A = 0"),
         ("entropy", "entropy.png", "mean token entropy (nats)"),
     ):
-        stats.plot_bands(
-            updates,
-            {k: a["curves"][key] for k, a in arms.items()},
-            os.path.join(workdir, name),
-            title=f"NGRPO on the hard split: {label}",
-            xlabel="RL update",
-            ylabel=label,
-        )
+        repro.plot_curve(
+            arms, updates, key, os.path.join(workdir, name),
+            title=f"NGRPO on the hard split: {label}", ylabel=label,
+        )  # fmt: skip
 
 
 def main(argv=None):

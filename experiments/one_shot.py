@@ -128,22 +128,15 @@ def verdicts(arms: dict, post: dict) -> tuple[dict, list[str]]:
 
 def plots(result: dict, workdir: str, ends: np.ndarray) -> None:
     updates, arms = result["updates"], result["arms"]
-    stats.plot_bands(
-        updates[ends],
-        {k: a["curves"]["pass@1/mean"][:, ends] for k, a in arms.items()},
-        os.path.join(workdir, "test_accuracy.png"),
-        title="1-shot RLVR: quick held-out pass@1",
-        xlabel="RL update",
-        ylabel="pass@1 (held-out)",
-    )
-    stats.plot_bands(
-        updates,
-        {k: a["curves"]["correct/mean"] for k, a in arms.items()},
-        os.path.join(workdir, "train_accuracy.png"),
+    repro.plot_curve(
+        arms, updates, "pass@1/mean", os.path.join(workdir, "test_accuracy.png"),
+        title="1-shot RLVR: quick held-out pass@1", ylabel="pass@1 (held-out)", at=ends,
+    )  # fmt: skip
+    repro.plot_curve(
+        arms, updates, "correct/mean", os.path.join(workdir, "train_accuracy.png"),
         title="1-shot RLVR: training accuracy (verifier) on the k examples",
-        xlabel="RL update",
         ylabel="training accuracy",
-    )
+    )  # fmt: skip
 
 
 def main(argv=None):

@@ -34,8 +34,6 @@ import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
 
-from rljax import stats  # noqa: E402
-
 SIGNALS = ("verifier", "random", "inverted", "format_only", "majority")
 ALL_LEVELS = {"max_level": 0}  # SFT, RL and evaluation on levels 1-3
 
@@ -78,28 +76,20 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
 
 
 def plots(result: dict, workdir: str, chunk: int) -> None:
-    updates = result["updates"]
+    updates, arms = result["updates"], result["arms"]
     ends = repro.chunk_ends(updates, chunk)
-    arms = result["arms"]
-    stats.plot_bands(
-        updates[ends],
-        {k: a["curves"]["pass@1/mean"][:, ends] for k, a in arms.items()},
-        os.path.join(workdir, "accuracy.png"),
-        title="Reward validity: quick held-out pass@1 (all levels)",
-        xlabel="RL update",
-        ylabel="pass@1",
-    )
+    repro.plot_curve(
+        arms, updates, "pass@1/mean", os.path.join(workdir, "accuracy.png"),
+        title="Reward validity: quick held-out pass@1 (all levels)", ylabel="pass@1", at=ends,
+    )  # fmt: skip
     levels = sorted(k for k in next(iter(arms.values()))["curves"] if k.startswith(repro.LEVEL))
     for key in levels:
         level = key.removeprefix(repro.LEVEL)
-        stats.plot_bands(
-            updates[ends],
-            {k: a["curves"][key][:, ends] for k, a in arms.items()},
-            os.path.join(workdir, f"accuracy_level{level}.png"),
+        repro.plot_curve(
+            arms, updates, key, os.path.join(workdir, f"accuracy_level{level}.png"),
             title=f"Reward validity: quick held-out pass@1, level {level}",
-            xlabel="RL update",
-            ylabel=f"pass@1 (level {level})",
-        )
+            ylabel=f"pass@1 (level {level})", at=ends,
+        )  # fmt: skip
 
 
 def main(argv=None):

@@ -33,8 +33,6 @@ import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
 
-from rljax import stats  # noqa: E402
-
 INITS = {
     "base": {},  # the testbed's own SFT (sloppy traces)
     "aligned": {"steps": 4000, "noise": 0.0},  # much longer SFT on clean traces
@@ -134,26 +132,21 @@ def plots(result: dict, workdir: str, chunk: int) -> None:
     updates = result["updates"]
     ends = repro.chunk_ends(updates, chunk)
     for init in INITS:
-        mine = {k: a for k, a in result["arms"].items() if k.endswith(f"[{init}]")}
-        stats.plot_bands(
-            updates[ends],
-            {
-                k.removesuffix(f" [{init}]"): a["curves"]["pass@1/mean"][:, ends]
-                for k, a in mine.items()
-            },
-            os.path.join(workdir, f"curves_{init}.png"),
+        mine = {
+            k.removesuffix(f" [{init}]"): a
+            for k, a in result["arms"].items()
+            if k.endswith(f"[{init}]")
+        }
+        repro.plot_curve(
+            mine, updates, "pass@1/mean", os.path.join(workdir, f"curves_{init}.png"),
             title=f"Tricks or Traps, {init} init: quick held-out pass@1",
-            xlabel="RL update",
-            ylabel="pass@1 (128 held-out problems)",
-        )
-        stats.plot_bands(
-            updates,
-            {k.removesuffix(f" [{init}]"): a["curves"]["entropy"] for k, a in mine.items()},
-            os.path.join(workdir, f"entropy_{init}.png"),
+            ylabel="pass@1 (128 held-out problems)", at=ends,
+        )  # fmt: skip
+        repro.plot_curve(
+            mine, updates, "entropy", os.path.join(workdir, f"entropy_{init}.png"),
             title=f"Tricks or Traps, {init} init: policy entropy",
-            xlabel="RL update",
             ylabel="mean token entropy (nats)",
-        )
+        )  # fmt: skip
 
 
 def main(argv=None):
