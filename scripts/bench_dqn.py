@@ -125,8 +125,8 @@ def child(args) -> None:
     seeds = int(args.seeds)
     if args.layout == "auto":
         devices, threads = xla_flags.cpu_layout(seeds)
-        xla_flags.set_flags(num_cpu_devices=devices, cpu_threads=threads)
-        layout = f"{devices} CPU device(s), {threads or 'default'} thread(s)"
+        xla_flags.set_flags(num_cpu_devices=devices, cpu_threads=threads, fast_compile=True)
+        layout = f"{devices} CPU device(s), {threads} thread(s)"
     else:
         xla_flags.set_flags()
         layout = "1 CPU device, default threads"

@@ -98,7 +98,6 @@ CASES = {
     "config not python": (["--config=README.md"], "README.md is not a Python config file"),
     "config arg unknown": (["--config=configs/ppo.py:Pong"], "configs/ppo.py:Pong is unknown"),
     # devices
-    "cpu_devices for ppo": ([PPO, "--cpu_devices=2"], "--cpu_devices=2 is supported for dqn"),
     "cpu_devices 0": ([DQN, "--cpu_devices=0"], "--cpu_devices=0 is invalid"),
     "cpu_devices do not divide": ([DQN, "--cpu_devices=3"], "--cpu_devices=3 does not divide"),
 }
@@ -154,6 +153,9 @@ def test_as_a_subprocess_one_line_no_traceback_and_exit_codes(tmp_path):
     assert not (tmp_path / "checkpoints").exists()
     out = _script("experiments/train.py", "--cpu_devices=two", PPO)
     assert out.returncode == cli.EXIT_USAGE and "Traceback" not in out.stderr
-    assert out.stderr.strip() == "error: --cpu_devices=two is invalid; allowed: an integer >= 1"
+    assert (
+        out.stderr.strip()
+        == "error: --cpu_devices=two is invalid; allowed: an integer >= 1 or auto"
+    )
     debug = _script("experiments/train.py", PPO, "--config.hparams.gamma=2", "--debug")
     assert debug.returncode != 0 and "Traceback" in debug.stderr

@@ -23,8 +23,8 @@ def test_new_flags_after_jax_import_raise(monkeypatch):
 
 def test_cpu_layout_gives_each_core_a_whole_number_of_agents():
     assert xla_flags.cpu_layout(1, cores=2) == (1, 1)
-    assert xla_flags.cpu_layout(8, cores=2) == (2, None)  # several devices: XLA's pool
-    assert xla_flags.cpu_layout(6, cores=4) == (3, None)  # 4 does not divide 6
+    assert xla_flags.cpu_layout(8, cores=2) == (2, 3)  # several devices: one spare thread
+    assert xla_flags.cpu_layout(6, cores=4) == (3, 4)  # 4 does not divide 6
     assert xla_flags.cpu_layout(7, cores=4) == (1, 1)
     with pytest.raises(ValueError, match="population=0"):
         xla_flags.cpu_layout(0)

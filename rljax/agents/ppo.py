@@ -21,7 +21,7 @@ from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
 from rljax.losses import policy_gradient, reduce, value
-from rljax.nets import ACTIVATIONS, ActorCritic, critic_value, distributions
+from rljax.nets import ACTIVATIONS, ActorCritic, actor_out, critic_value, distributions
 from rljax.types import Transition
 
 
@@ -192,15 +192,31 @@ def loss_fn(
     return total, metrics
 
 
-def _advantages(config, env, params, traj: Transition, hparams: Hparams):
-    """GAE advantages and λ-return targets ``[T, B]``; bootstraps from the true next obs."""
+def _act_without_value(config: Config, env: gymnax_env.Env, params, obs, key):
+    """``act`` for the rollout: the actor alone (values come after it, in one batch)."""
+    policy_out, log_std = actor_out(params, obs, network(config, env))
+    action, logp = distributions.sample_and_log_prob(key, policy_out, log_std, env.discrete)
+    return action, logp, jnp.zeros_like(logp)
+
+
+def _values(config: Config, params, traj: Transition) -> tuple[jax.Array, jax.Array]:
+    """Critic values of the observations and of the true next observations, ``[T, B]`` each.
+
+    One batched pass over ``2 T B`` observations after the rollout costs less than ``T`` small
+    passes inside it; the next observations give the truncation bootstrap.
+    """
     t, b = traj.reward.shape
-    next_obs = traj.next_obs.reshape(t * b, *traj.next_obs.shape[2:])
-    v_tp1 = critic_value(params, next_obs, config.hidden, config.activation)
+    both = jnp.concatenate([traj.obs, traj.next_obs]).reshape(2 * t * b, *traj.obs.shape[2:])
+    v = critic_value(params, both, config.hidden, config.activation).reshape(2, t, b)
+    return v[0], v[1]
+
+
+def _advantages(traj: Transition, v_tp1: jax.Array, hparams: Hparams):
+    """GAE advantages and λ-return targets ``[T, B]``; bootstraps from the true next obs."""
     discount_t = hparams.gamma * (1.0 - traj.terminated.astype(jnp.float32))
     done_t = jnp.logical_or(traj.terminated, traj.truncated).astype(jnp.float32)
     adv = returns.gae(
-        traj.reward, discount_t, traj.value, v_tp1.reshape(t, b), done_t, lambda_=hparams.gae_lambda
+        traj.reward, discount_t, traj.value, v_tp1, done_t, lambda_=hparams.gae_lambda
     )
     return adv, adv + traj.value
 
@@ -231,12 +247,14 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     """
     key = jax.random.fold_in(state.key, state.step)
     rollout_key, perm_key = jax.random.split(key)
-    policy_fn = lambda p, o, k: act(config, env, p, o, k)  # noqa: E731
+    policy_fn = lambda p, o, k: _act_without_value(config, env, p, o, k)  # noqa: E731
     env_state, traj, stats = rollout_lib.rollout(
         env, policy_fn, state.params, rollout_key, state.env, config.num_steps,
         normalize_obs=config.normalize_obs,
     )  # fmt: skip
-    adv, target = _advantages(config, env, state.params, traj, state.hparams)
+    value, v_tp1 = _values(config, state.params, traj)
+    traj = traj._replace(value=value)
+    adv, target = _advantages(traj, v_tp1, state.hparams)
     n = config.num_steps * config.num_envs
     flat = Batch(traj.obs, traj.action, traj.logp, traj.value, adv, target)
     flat = jax.tree.map(lambda x: x.reshape(n, *x.shape[2:]), flat)

@@ -141,10 +141,16 @@ def step(
     Returns:
       The new state (observations after any reset) and the ``StepResult`` of the transition.
     """
-    num_envs = state.obs.shape[0]
+    return step_with_keys(env, jax.random.split(key, state.obs.shape[0]), state, action)
+
+
+def step_with_keys(
+    env: Env, keys: jax.Array, state: EnvState, action: jax.Array
+) -> tuple[EnvState, StepResult]:
+    """``step`` with one PRNG key per environment (``keys [B]``), e.g. split for a whole rollout
+    at once instead of once per step."""
     if not env.discrete:
         action = jnp.clip(action, env.action_low, env.action_high)
-    keys = jax.random.split(key, num_envs)
     obs, env_state, reward, terminated, truncated, info = jax.vmap(
         env.env.step, in_axes=(0, 0, 0, None)
     )(keys, state.env_state, action, env.params)

@@ -89,15 +89,15 @@ def rollout(
       policy saw them) and ``EpisodeStats`` ``[T, B]``.
     """
 
-    def _step(carry: RolloutState, step_key):
-        act_key, env_key = jax.random.split(step_key)
+    def _step(carry: RolloutState, keys):
+        act_key, env_keys = keys
         obs_norm = carry.obs_norm
         obs = carry.env.obs
         if normalize_obs:
             obs_norm = obs_norm_update(obs_norm, obs)
             obs = normalize(obs_norm, obs)
         action, logp, value = policy_fn(policy_params, obs, act_key)
-        env_state, res = gymnax_env.step(env, env_key, carry.env, action)
+        env_state, res = gymnax_env.step_with_keys(env, env_keys, carry.env, action)
         next_obs = normalize(obs_norm, res.next_obs) if normalize_obs else res.next_obs
         transition = Transition(
             obs=obs,
@@ -112,7 +112,12 @@ def rollout(
         stats = EpisodeStats(res.episode_return, res.episode_length, res.done)
         return RolloutState(env_state, obs_norm), (transition, stats)
 
-    state, (transitions, stats) = jax.lax.scan(_step, state, jax.random.split(key, num_steps))
+    # Every key of the rollout in two batched draws: splitting per step costs more than the
+    # CartPole step itself (measured with PPO: 0.89 -> 0.67 ms per 128 x 4 rollout).
+    act_key, env_key = jax.random.split(key)
+    num_envs = state.env.obs.shape[0]
+    keys = (jax.random.split(act_key, num_steps), jax.random.split(env_key, (num_steps, num_envs)))
+    state, (transitions, stats) = jax.lax.scan(_step, state, keys)
     return state, transitions, stats
 
 

@@ -1,6 +1,6 @@
 """Flax networks and action distributions."""
 
 from rljax.nets import distributions
-from rljax.nets.mlp import ACTIVATIONS, MLP, ActorCritic, critic_value
+from rljax.nets.mlp import ACTIVATIONS, MLP, ActorCritic, actor_out, critic_value
 
-__all__ = ["ACTIVATIONS", "MLP", "ActorCritic", "critic_value", "distributions"]
+__all__ = ["ACTIVATIONS", "MLP", "ActorCritic", "actor_out", "critic_value", "distributions"]

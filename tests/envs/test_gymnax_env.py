@@ -79,7 +79,9 @@ def test_ppo_bootstraps_from_final_observation_on_truncation_only():
     policy_fn = lambda p, o, k: ppo.act(config, env, p, o, k)  # noqa: E731
     _, traj, _ = envs.rollout(env, policy_fn, state.params, jax.random.PRNGKey(1), state.env, 4)
     assert traj.truncated[-1].all() and not traj.terminated.any()
-    adv, _ = ppo._advantages(config, env, state.params, traj, state.hparams)
+    value, v_tp1 = ppo._values(config, state.params, traj)  # the batched pass after a rollout
+    np.testing.assert_allclose(value, traj.value, rtol=1e-5, atol=1e-6)  # = the acting values
+    adv, _ = ppo._advantages(traj, v_tp1, state.hparams)
     _, _, v_final = net.apply(state.params, traj.next_obs[-1])
     expected = traj.reward[-1] + 0.9 * v_final - traj.value[-1]
     np.testing.assert_allclose(adv[-1], expected, rtol=1e-5, atol=1e-6)
@@ -87,7 +89,7 @@ def test_ppo_bootstraps_from_final_observation_on_truncation_only():
     traj_term = traj._replace(
         terminated=traj.terminated.at[-1].set(True), truncated=traj.truncated.at[-1].set(False)
     )
-    adv_term, _ = ppo._advantages(config, env, state.params, traj_term, state.hparams)
+    adv_term, _ = ppo._advantages(traj_term, v_tp1, state.hparams)
     np.testing.assert_allclose(adv_term[-1], traj.reward[-1] - traj.value[-1], rtol=1e-5)
 
 
