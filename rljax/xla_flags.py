@@ -99,7 +99,8 @@ def set_flags(
       num_cpu_devices: if given, expose this many host-platform (fake CPU) devices.
       cpu_threads: if given, the size of XLA's CPU thread pool (``PJRT_NPROC``). Default: for
         several devices ``pool_threads`` (one more than the devices, so they cannot deadlock)
-        unless ``PJRT_NPROC`` is set already or jax is imported; otherwise XLA's default, one thread per core.
+        unless ``PJRT_NPROC`` is set already or jax is imported; otherwise XLA's default, one
+        thread per core.
       fast_compile: ``FAST_COMPILE_FLAG`` (unless ``XLA_FLAGS`` sets an optimization level).
 
     Raises:

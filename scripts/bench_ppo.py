@@ -15,7 +15,8 @@ run are one jitted, vmapped program, as in the reference. Every measurement is a
 layout (``rljax.xla_flags.cpu_layout``, what ``experiments/train.py`` picks by default): one
 device on a 1-thread XLA pool for a single agent; otherwise one device per core, each with its
 share of the seeds, on a pool of one thread more than the devices. The reference runs with
-XLA's defaults (one device, one thread per core). "final" is the mean return of the episodes that ended in the last 5% of updates.
+XLA's defaults (one device, one thread per core). "final" is the mean return of the episodes
+that ended in the last 5% of updates.
 
 Reference side by side (never vendored in this repository). With ``--reference_dir`` the same
 table also runs purejaxrl's ``ppo.py`` (``make_train``, jitted and vmapped over seeds, as its
