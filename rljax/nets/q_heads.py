@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from rljax.losses import classification, distributional, value
-from rljax.nets.mlp import ACTIVATIONS
+from rljax.nets.mlp import ACTIVATIONS, dense_dot_general
 
 HEADS = ("mse", "huber", "two_hot", "hl_gauss", "c51", "qr")
 # Settings a head is built from (config fields next to ``head``), with their defaults.
@@ -249,8 +249,8 @@ class QNetwork(nn.Module):
         x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
         act = ACTIVATIONS[self.activation]
         for width in self.hidden:
-            x = act(nn.Dense(width)(x))
-        out = nn.Dense(self.num_actions * self.dim)(x)
+            x = act(nn.Dense(width, dot_general=dense_dot_general)(x))
+        out = nn.Dense(self.num_actions * self.dim, dot_general=dense_dot_general)(x)
         return out.reshape(obs.shape[0], self.num_actions, self.dim)
 
 
