@@ -13,6 +13,7 @@ import dataclasses
 from typing import NamedTuple
 
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import optax
 
@@ -127,7 +128,7 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
     hparams = Hparams(*(jnp.asarray(h, jnp.float32) for h in hparams))
     return State(
         params=params,
-        opt_state=optimizer(config).init(params),
+        opt_state=optimizer(config).init(jax.flatten_util.ravel_pytree(params)[0]),
         env=rollout_lib.rollout_init(env, env_key, config.num_envs),
         key=agent_key,
         step=jnp.zeros((), jnp.int32),
@@ -221,21 +222,23 @@ def _advantages(traj: Transition, v_tp1: jax.Array, hparams: Hparams):
     return adv, adv + traj.value
 
 
-def _sgd_step(config, env, hparams: Hparams, train, batch: Batch, lr: jax.Array):
-    """One minibatch step on ``train = (params, opt_state)``.
+def _sgd_step(config, env, hparams: Hparams, unravel, train, batch: Batch, lr: jax.Array):
+    """One minibatch step on ``train = (flat params, opt_state)``.
 
-    The global gradient norm is computed once, for the clip and the ``grad_norm`` metric.
+    The parameters and Adam's moments are single vectors during the SGD loop (``unravel``
+    gives the network its tree): one kernel per optimizer update instead of one per leaf and
+    moment. The global gradient norm is computed once, for the clip and the ``grad_norm`` metric.
     """
-    params, opt_state = train
-    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-    (_, metrics), grads = grad_fn(params, config, env, batch, hparams)
-    grad_norm = optax.tree.norm(grads)
+    flat, opt_state = train
+    grad_fn = jax.value_and_grad(
+        lambda f: loss_fn(unravel(f), config, env, batch, hparams), has_aux=True
+    )
+    (_, metrics), grads = grad_fn(flat)
+    grad_norm = jnp.sqrt(jnp.sum(jnp.square(grads)))
     clip = jnp.minimum(1.0, config.max_grad_norm / jnp.maximum(grad_norm, 1e-12))
-    grads = jax.tree.map(lambda g: g * clip, grads)
-    updates, opt_state = optimizer(config).update(grads, opt_state, params)
-    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+    updates, opt_state = optimizer(config).update(grads * clip, opt_state, flat)
     metrics["grad_norm"] = grad_norm
-    return (params, opt_state), metrics
+    return (flat - lr * updates, opt_state), metrics
 
 
 def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, dict[str, jax.Array]]:
@@ -269,9 +272,10 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     batches = jax.tree.map(
         lambda x: x[perms.reshape(-1)].reshape(num_batches, minibatch_size, *x.shape[1:]), flat
     )
-    step = lambda t, mb: _sgd_step(config, env, state.hparams, t, mb, lr)  # noqa: E731
-    (params, opt_state), metrics = jax.lax.scan(step, (state.params, state.opt_state), batches)
-    state = state._replace(params=params, opt_state=opt_state)
+    flat, unravel = jax.flatten_util.ravel_pytree(state.params)
+    step = lambda t, mb: _sgd_step(config, env, state.hparams, unravel, t, mb, lr)  # noqa: E731
+    (flat, opt_state), metrics = jax.lax.scan(step, (flat, state.opt_state), batches)
+    state = state._replace(params=unravel(flat), opt_state=opt_state)
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics.update(rollout_lib.episode_summary(stats))
     state = state._replace(env=env_state, step=state.step + 1)
