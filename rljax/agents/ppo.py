@@ -193,10 +193,11 @@ def loss_fn(
     return total, metrics
 
 
-def _act_without_value(config: Config, env: gymnax_env.Env, params, obs, key):
-    """``act`` for the rollout: the actor alone (values come after it, in one batch)."""
+def _act_without_value(config: Config, env: gymnax_env.Env, params, obs, noise):
+    """``act`` for the rollout: the actor alone (values come after it, in one batch), its
+    randomness drawn for the whole rollout beforehand (``distributions.draw_noise``)."""
     policy_out, log_std = actor_out(params, obs, network(config, env))
-    action, logp = distributions.sample_and_log_prob(key, policy_out, log_std, env.discrete)
+    action, logp = distributions.sample_from_noise(policy_out, log_std, noise, env.discrete)
     return action, logp, jnp.zeros_like(logp)
 
 
@@ -251,9 +252,10 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     key = jax.random.fold_in(state.key, state.step)
     rollout_key, perm_key = jax.random.split(key)
     policy_fn = lambda p, o, k: _act_without_value(config, env, p, o, k)  # noqa: E731
+    noise = lambda k, t, b: distributions.draw_noise(k, (t, b), env.num_actions, env.discrete)  # noqa: E731
     env_state, traj, stats = rollout_lib.rollout(
         env, policy_fn, state.params, rollout_key, state.env, config.num_steps,
-        normalize_obs=config.normalize_obs,
+        normalize_obs=config.normalize_obs, policy_noise=noise,
     )  # fmt: skip
     value, v_tp1 = _values(config, state.params, traj)
     traj = traj._replace(value=value)

@@ -72,6 +72,7 @@ def rollout(
     num_steps: int,
     *,
     normalize_obs: bool = False,
+    policy_noise: Callable[[jax.Array, int, int], jax.Array] | None = None,
 ) -> tuple[RolloutState, Transition, EpisodeStats]:
     """Runs ``num_steps`` batched steps with ``policy_fn`` as one ``lax.scan``.
 
@@ -83,6 +84,8 @@ def rollout(
       state: rollout state with B environments.
       num_steps: T, static.
       normalize_obs: feed the policy running-normalized observations (and store them).
+      policy_noise: optional ``(key, T, B) -> noise [T, B, ...]``: the policy's randomness for
+        the whole rollout in one draw; ``policy_fn`` then gets step t's noise instead of a key.
 
     Returns:
       The new rollout state, ``Transition`` with leaves ``[T, B, ...]`` (observations as the
@@ -118,7 +121,12 @@ def rollout(
     # longer reproduce its agents' solo runs.)
     act_key, env_key = jax.random.split(key)
     num_envs = state.env.obs.shape[0]
-    keys = (jax.random.split(act_key, num_steps), jax.random.split(env_key, (num_steps, num_envs)))
+    act = (
+        jax.random.split(act_key, num_steps)
+        if policy_noise is None
+        else policy_noise(act_key, num_steps, num_envs)
+    )
+    keys = (act, jax.random.split(env_key, (num_steps, num_envs)))
     state, (transitions, stats) = jax.lax.scan(_step, state, keys)
     return state, transitions, stats
 

@@ -46,6 +46,27 @@ def sample_and_log_prob(
     return action, gaussian_log_prob(policy_out, log_std, action)
 
 
+def draw_noise(key: jax.Array, shape: tuple[int, ...], dim: int, discrete: bool) -> jax.Array:
+    """The noise ``sample_from_noise`` turns into actions, drawn for many steps at once.
+
+    Gumbel ``[*shape, A]`` for a discrete policy (the Gumbel-max trick, as
+    ``jax.random.categorical`` samples), standard normal ``[*shape, D]`` for a Gaussian one.
+    """
+    draw = jax.random.gumbel if discrete else jax.random.normal
+    return draw(key, (*shape, dim), jnp.float32)
+
+
+def sample_from_noise(
+    policy_out: jax.Array, log_std: jax.Array, noise: jax.Array, discrete: bool
+) -> tuple[jax.Array, jax.Array]:
+    """``sample_and_log_prob`` with the randomness given: ``(action, logp)``, ``[B]`` each."""
+    if discrete:
+        action = jnp.argmax(policy_out + noise, axis=-1)
+        return action, categorical_log_prob(policy_out, action)
+    action = policy_out + jnp.exp(log_std) * noise
+    return action, gaussian_log_prob(policy_out, log_std, action)
+
+
 def log_prob(policy_out: jax.Array, log_std: jax.Array, action: jax.Array, discrete: bool):
     """Log-probability ``[B]`` of ``action`` under the policy head's distribution."""
     if discrete:
