@@ -19,7 +19,8 @@ verifiers), training entropy and response length (mean over the last 20% of upda
 
 Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT bases cached: default 40.5 min
 wall under a load of 4-7 (two other jobs running), 19.5 CPU-minutes (all threads; alone the
-process uses ~1.7 cores, so an idle machine should take about half the wall time, not measured);
+process uses ~1.7 cores); the same-sized run with --seed=100 on the otherwise idle machine:
+10 min 21 s wall, 17.2 CPU-minutes;
 the aligned base's 4,000 SFT steps take 189 s once. --quick: 81 s wall under load, ~40 s CPU.
 Writes results.md, results.json and curves_<init>.png / entropy_<init>.png.
 """
