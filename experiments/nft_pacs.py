@@ -19,7 +19,8 @@ and `cispo` as named in `rljax.lm.presets` (2 epochs × 2 minibatches, lr 3e-4),
 problems spread over levels 1-2 (unbiased estimator), over seeds.
 
 Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT base cached: default 20.6 min
-wall under a load of 3-5 (test runs alongside), 1079 s CPU (all threads); --quick ~40 s CPU.
+wall under a load of 3-5 (test runs alongside), 1079 s CPU (all threads); on the otherwise idle
+machine 10 min 21 s wall, 1049 s CPU, identical results; --quick ~40 s CPU.
 Writes results.md, results.json and pass_at_k.png.
 """
 
