@@ -99,15 +99,7 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
     ``cpu_devices`` is the ``--cpu_devices`` value (the process's devices were fixed from it
     before jax started): N, or ``auto`` for ``auto_cpu_devices``.
     """
-    if cpu_devices != "auto":
-        try:
-            cpu_devices = int(cpu_devices)
-        except (TypeError, ValueError):
-            cpu_devices = None
-        if cpu_devices is None or cpu_devices < 1:
-            raise cli.ConfigError(
-                f"--cpu_devices={cpu_devices} is invalid; allowed: an integer >= 1 or auto"
-            )
+    cpu_devices = xla_flags.parse_cpu_devices(cpu_devices)
     cli.check_choice("agent", config.agent, AGENTS)
     for name, bounds in RUN_FIELDS.items():
         cli.check_int(name, config[name], **bounds)

@@ -26,11 +26,13 @@ def pool_threads(num_cpu_devices: int) -> int:
     """XLA:CPU thread-pool size for ``num_cpu_devices`` devices: 1 for one, one more than the
     devices for several.
 
-    Every device of a launch runs on the one pool, and a device's program also hands work to
-    that pool (e.g. the XNNPACK/YNNPACK matmul fusions) and waits for it: with no thread to
-    spare, the devices wait on each other for ever. Measured on the 2-core CPU with jax 0.10.2:
+    Every device of a launch runs on the one pool. Measured on the 2-core CPU with jax 0.10.2:
     8-seed CartPole PPO on 2 devices hangs after compiling with a 2-thread pool (XLA's default,
     one per core) and runs with 3 or 4 threads (13.0 s and 14.5 s, against 21 s on one device).
+    The hang is in the sharded initialization (a flax ``MLP((64, 64))`` init hangs, one hidden
+    layer or QR decompositions alone do not); its root cause was not found. The spare thread
+    costs small programs time: 8 DQN seeds on 2 devices run in 47.8 s with 3 threads, 34.0 s
+    with 2.
     """
     return 1 if num_cpu_devices == 1 else num_cpu_devices + 1
 
@@ -71,11 +73,21 @@ def cpu_devices_arg(argv: list[str], default: int) -> int:
     text = parser.parse_known_args(argv)[0].cpu_devices
     if text is None:
         return default
+    value = parse_cpu_devices(text)
+    return available_cores() if value == "auto" else value
+
+
+def parse_cpu_devices(text) -> int | str:
+    """A ``--cpu_devices`` value: an integer >= 1, or the string ``auto``.
+
+    Raises:
+      ValueError: naming the flag, the value and what is allowed.
+    """
     if text == "auto":
-        return available_cores()
+        return "auto"
     try:
         value = int(text)
-    except ValueError:
+    except (TypeError, ValueError):
         value = None
     if value is None or value < 1:
         raise ValueError(f"--cpu_devices={text} is invalid; allowed: an integer >= 1 or auto")

@@ -92,14 +92,14 @@ def rollout(
       policy saw them) and ``EpisodeStats`` ``[T, B]``.
     """
 
-    def _step(carry: RolloutState, keys):
-        act_key, env_keys = keys
+    def _step(carry: RolloutState, inputs):
+        act_in, env_keys = inputs  # a key, or this step's policy_noise
         obs_norm = carry.obs_norm
         obs = carry.env.obs
         if normalize_obs:
             obs_norm = obs_norm_update(obs_norm, obs)
             obs = normalize(obs_norm, obs)
-        action, logp, value = policy_fn(policy_params, obs, act_key)
+        action, logp, value = policy_fn(policy_params, obs, act_in)
         env_state, res = gymnax_env.step_with_keys(env, env_keys, carry.env, action)
         next_obs = normalize(obs_norm, res.next_obs) if normalize_obs else res.next_obs
         transition = Transition(
@@ -121,13 +121,13 @@ def rollout(
     # longer reproduce its agents' solo runs.)
     act_key, env_key = jax.random.split(key)
     num_envs = state.env.obs.shape[0]
-    act = (
+    act_in = (
         jax.random.split(act_key, num_steps)
         if policy_noise is None
         else policy_noise(act_key, num_steps, num_envs)
     )
-    keys = (act, jax.random.split(env_key, (num_steps, num_envs)))
-    state, (transitions, stats) = jax.lax.scan(_step, state, keys)
+    inputs = (act_in, jax.random.split(env_key, (num_steps, num_envs)))
+    state, (transitions, stats) = jax.lax.scan(_step, state, inputs)
     return state, transitions, stats
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from rljax import envs
 from rljax.agents import ppo
+from rljax.envs import gymnax_env
 
 
 def _short(name: str, max_steps: int) -> envs.Env:
@@ -121,3 +122,24 @@ def test_observation_normalization_matches_numpy_statistics():
     z = envs.normalize(norm, jnp.asarray(data))
     np.testing.assert_allclose(np.mean(z, 0), 0.0, atol=1e-3)
     np.testing.assert_allclose(np.std(z, 0), 1.0, atol=1e-3)
+
+
+def test_step_with_keys_is_step_with_its_keys_split_per_environment():
+    """The rollout splits every step's keys at once; ``step`` must be that split plus the step."""
+    env = envs.make("CartPole-v1")
+    state = gymnax_env.reset(env, jax.random.PRNGKey(0), 3)
+    action = jnp.array([0, 1, 1])
+    key = jax.random.PRNGKey(5)
+    want_state, want = gymnax_env.step(env, key, state, action)
+    got_state, got = gymnax_env.step_with_keys(env, jax.random.split(key, 3), state, action)
+    for a, b in zip(
+        jax.tree.leaves((want_state, want)), jax.tree.leaves((got_state, got)), strict=True
+    ):
+        np.testing.assert_array_equal(a, b)
+    # The keys are really used: at the time limit every environment resets from its key.
+    last = state._replace(env_state=state.env_state.replace(time=state.env_state.time + 499))
+    a_state, a = gymnax_env.step_with_keys(env, jax.random.split(key, 3), last, action)
+    b_state, _ = gymnax_env.step_with_keys(
+        env, jax.random.split(jax.random.PRNGKey(6), 3), last, action
+    )
+    assert a.truncated.all() and not np.array_equal(a_state.obs, b_state.obs)
