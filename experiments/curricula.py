@@ -31,8 +31,8 @@ from the numbers: (1) balanced filtering reaches plain GRPO's best quick pass@1 
 generated tokens (ratio of tokens to reach it, 95% bootstrap interval over seeds); (2) the
 curricula end higher than uniform on the hardest level (level 3).
 
-Default: 5 arms × 4 seeds × 100 updates; aimed at ≤ 20 minutes on an idle 2-core CPU, not yet
-measured (results.md records the times of each run). Writes results.md, results.json,
+Default: 5 arms × 4 seeds × 100 updates: 8 min 57 s wall, 865 s CPU on the nearly idle 2-core
+Intel Xeon (jax 0.10.2); results.md records the times of each run. Writes results.md, results.json,
 accuracy_updates.png, accuracy_tokens.png, accuracy_wall.png, accuracy_level<k>.png,
 zero_var.png and levels.png.
 """
