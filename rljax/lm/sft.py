@@ -1,12 +1,16 @@
 """Supervised fine-tuning on task traces: the base model that RL starts from.
 
 `loss_fn` is next-token cross-entropy on completion tokens only, averaged over real tokens with
-`reduce.masked_mean`. `update` is one jitted AdamW step; `train` is the short host loop.
+`reduce.masked_mean`. `update` is one AdamW step and `train_chunk` scans it over a chunk of
+batches; `TraceFeed` is the host pipeline that draws the batches. The host loop that runs them
+(checkpoints, resume, progress, NaN stop) is `rljax.train.loop`, driven by
+`rljax.train.lm_base.train`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import string
 from typing import NamedTuple
 
@@ -73,7 +77,7 @@ def loss_fn(params, model_cfg: TransformerConfig, batch: SeqBatch):
     """Mean negative log-likelihood per completion token. Returns (loss, metrics)."""
     logp, _ = completion_log_probs(params, model_cfg, *batch)
     nll = reduce.masked_mean(-logp, batch.completion_mask)
-    return nll, {"sft/nll": nll}
+    return nll, {"loss/nll": nll}
 
 
 def update(state: SFTState, batch: SeqBatch, *, cfg: SFTConfig, model_cfg: TransformerConfig):
@@ -100,25 +104,38 @@ def direct(answer: str) -> str:
     return answer.rsplit("=", 1)[-1]
 
 
-def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: list[Problem]):
-    """Trains a base model from scratch on `problems`.
+def train_chunk(state: SFTState, batches: SeqBatch, *, cfg: SFTConfig, model_cfg):
+    """`n` steps over `batches` stacked `[n, B, ...]`. Returns (state, metrics `[1, n]`): one
+    learner, in the host loop's `[learners, updates]` layout."""
+    step = functools.partial(update, cfg=cfg, model_cfg=model_cfg)
+    state, metrics = jax.lax.scan(step, state, batches)
+    return state, jax.tree.map(lambda m: m[None], metrics)
 
-    The traces are a mixture: with probability `cfg.direct_frac` a trace is cut to its final
+
+class TraceFeed:
+    """The SFT batches, drawn on the host in order from one `np.random.default_rng(cfg.seed)`.
+
+    Each problem's trace is a mixture: with probability `cfg.direct_frac` it is cut to its final
     answer (a bare guess, corrupted with probability `cfg.direct_noise`), and with probability
     `cfg.noise` any trace gets one corrupted character. Either makes a base that is right only
-    part of the time, so RL has something to improve.
-
-    Returns:
-      (params, metrics of the last step).
+    part of the time, so RL has something to improve. Called as `feed(first_step, n)` it returns
+    `(batches,)` with the batches of steps `first_step + 1 .. first_step + n` stacked `[n, ...]`;
+    asked for a step other than the next one (a resumed run), it replays the draws from the
+    start, so a resumed SFT sees exactly the batches of an uninterrupted one.
     """
-    if not problems:
-        raise ValueError("SFT needs at least one training problem, got an empty list")
-    state = init(cfg, model_cfg, jax.random.key(cfg.seed))
-    step_fn = jax.jit(lambda s, b: update(s, b, cfg=cfg, model_cfg=model_cfg), donate_argnums=(0,))
-    rng = np.random.default_rng(cfg.seed)
-    metrics = {}
-    for _ in range(cfg.steps):
-        chosen = [problems[i] for i in rng.integers(0, len(problems), size=cfg.batch_size)]
+
+    def __init__(self, cfg: SFTConfig, task: Task, problems: list[Problem]):
+        if not problems:
+            raise ValueError("SFT needs at least one training problem, got an empty list")
+        self.cfg, self.task, self.problems = cfg, task, problems
+        self._restart()
+
+    def _restart(self) -> None:
+        self.rng, self.position = np.random.default_rng(self.cfg.seed), 0
+
+    def _next(self) -> list[Problem]:
+        cfg, rng = self.cfg, self.rng
+        chosen = [self.problems[i] for i in rng.integers(0, len(self.problems), cfg.batch_size)]
         cut = rng.uniform(size=len(chosen)) < cfg.direct_frac
         chosen = [
             p._replace(answer=direct(p.answer)) if c else p
@@ -127,9 +144,16 @@ def train(cfg: SFTConfig, model_cfg: TransformerConfig, task: Task, problems: li
         noisy = (rng.uniform(size=len(chosen)) < cfg.noise) | (
             cut & (rng.uniform(size=len(chosen)) < cfg.direct_noise)
         )
-        chosen = [
+        self.position += 1
+        return [
             p._replace(answer=corrupt(p.answer, rng)) if n else p
             for p, n in zip(chosen, noisy, strict=True)
         ]
-        state, metrics = step_fn(state, encode_problems(task, chosen))
-    return state.params, {k: float(v) for k, v in metrics.items()}
+
+    def __call__(self, first_step: int, n: int) -> tuple[SeqBatch]:
+        if first_step != self.position:
+            self._restart()
+            for _ in range(first_step):
+                self._next()
+        batches = [encode_problems(self.task, self._next()) for _ in range(n)]
+        return (jax.tree.map(lambda *x: np.stack(x), *batches),)

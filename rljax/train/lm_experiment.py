@@ -25,14 +25,14 @@ import numpy as np
 from rljax import stats
 from rljax.agents import grpo
 from rljax.io import fingerprint
-from rljax.lm import base_model, device_reward, presets, report, rollout, sft
+from rljax.lm import device_reward, presets, report, rollout, sft
 from rljax.lm.data import completion_length, prompt_length
 from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
 from rljax.lm.tasks.builders import load_problems
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population, sharding
-from rljax.train import loop
+from rljax.train import lm_base, loop
 
 SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
 # Fields a resumed run may change: the budget, logging and the final evaluation. Any other
@@ -282,8 +282,8 @@ def build(run: LMRunConfig, points: list[dict]):
         max_len=prompt_length(task) + completion_length(task), **dict(run.model)
     )
     sft_cfg = sft.SFTConfig(**dict(run.sft))  # its own seed: every learner seed shares the base
-    base_params, info = base_model.train_or_load(
-        model, sft_cfg, task, sft_problems, run.base_cache_dir
+    base_params, info = lm_base.train_or_load(
+        model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
     )
     values = resolved_points(run, points)
     agent_cfg = static_config(run, values, model)

@@ -241,17 +241,25 @@ class _DivergenceWatch:
 
 
 def run(
-    cfg: LoopConfig, states: Any, chunk_fn: Callable[..., tuple[Any, dict]], *args: Any
+    cfg: LoopConfig,
+    states: Any,
+    chunk_fn: Callable[..., tuple[Any, dict]],
+    *args: Any,
+    feed: Callable[[int, int], tuple] | None = None,
 ) -> tuple[Any, Summary]:
     """Trains ``states`` (leaves ``[A, ...]``) by repeated calls of the jitted ``chunk_fn``.
 
     Args:
       cfg: loop settings.
-      states: initial agent states, A = G × S on the leading axis (used as the restore template).
-      chunk_fn: jitted ``(states, *args) -> (states, metrics)`` doing ``cfg.chunk_updates``
+      states: initial agent states, A = G × S on the leading axis (used as the restore template;
+        a single learner's state may also go without that axis, its metrics keep it).
+      chunk_fn: jitted ``(states, *args, *fed) -> (states, metrics)`` doing ``cfg.chunk_updates``
         updates; each metric is ``[A, chunk_updates]`` and ``cfg.score_key`` is NaN where no
         score was measured (no episode ended, no evaluation ran).
       *args: further arguments of every call (e.g. the LM learners' shared task data).
+      feed: a host data pipeline, ``(first_update, n) -> fed``: the extra arguments of the chunk
+        doing updates ``first_update + 1 .. first_update + n`` (e.g. SFT batches stacked
+        ``[n, ...]``). It is asked for the chunks in order, from the resume point on.
 
     Returns:
       The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses,
@@ -305,8 +313,14 @@ def run(
             "config": None if cfg.fingerprint is None else fingerprint.to_json(cfg.fingerprint),
         }
 
+    def chunk_args(first_update: int) -> tuple:
+        return (*args, *feed(first_update, cfg.chunk_updates)) if feed else args
+
+    finished = start >= cfg.num_updates  # restored at the end: nothing to compile or feed
+    fed = args if finished else chunk_args(start)
     t0 = time.perf_counter()
-    compiled = chunk_fn.lower(states, *args).compile() if hasattr(chunk_fn, "lower") else chunk_fn
+    lower = hasattr(chunk_fn, "lower") and not finished
+    compiled = chunk_fn.lower(states, *fed).compile() if lower else chunk_fn
     compile_s = time.perf_counter() - t0
     update, interrupted = start, False
     bar = tqdm(
@@ -317,7 +331,9 @@ def run(
     try:
         with _StopFlag() as flag:
             while update < cfg.num_updates:
-                states, metrics = compiled(states, *args)
+                if update > start:
+                    fed = chunk_args(update)
+                states, metrics = compiled(states, *fed)
                 metrics = jax.device_get(metrics)
                 try:
                     _check_finite(cfg, metrics, update)

@@ -1,0 +1,150 @@
+"""The SFT base model: trained by the one host loop, cached on disk under a hash of everything
+that determines it.
+
+A second run with the same model, SFT and task configuration restores the checkpoint instead of
+training again, so RL ablations all start from one identical base. Training runs in
+`rljax.train.loop` like every other learner: chunks of `rljax.lm.sft.train_chunk` fed by the
+host pipeline `sft.TraceFeed`, with its progress bar, metrics files and NaN stop, and periodic
+checkpoints in `<cache>/<task>-<key>-sft/` from which a killed SFT resumes to the same base.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import jax
+
+from rljax.io.checkpoints import Checkpointer
+from rljax.io.metrics import MetricsWriter
+from rljax.lm import sft
+from rljax.lm.model import TransformerConfig, init_params
+from rljax.lm.tasks import Problem, Task
+from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED, _TaskBuilder
+from rljax.train import loop
+
+
+class SFTInterrupted(RuntimeError):
+    """SIGINT/SIGTERM stopped an SFT run; its checkpoint resumes it, nothing was cached."""
+
+
+CHUNK_STEPS = 50  # at most this many SFT steps per compiled call
+CHECKPOINT_STEPS = 250  # about this many steps between the resumable SFT checkpoints
+
+_VERSION = 1  # bump when the model or SFT code changes what a config produces
+
+
+def cache_key(
+    model_cfg: TransformerConfig, sft_cfg: sft.SFTConfig, task: Task, problems: list[Problem]
+) -> str:
+    """A short hash of the model config, SFT config, task name, dataset version and the very
+    problems the base is trained on (so bases of different level ranges never share a cache)."""
+    digest = hashlib.sha256(
+        "\n".join(f"{p.level}|{p.prompt}|{p.answer}" for p in problems).encode()
+    ).hexdigest()
+    return hashlib.sha256(_blob(model_cfg, sft_cfg, task, digest).encode()).hexdigest()[:16]
+
+
+def _blob(model_cfg, sft_cfg, task, digest: str) -> str:
+    return json.dumps(
+        {
+            "model": dataclasses.asdict(model_cfg),
+            "sft": dataclasses.asdict(sft_cfg),
+            "task": task.name,
+            "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
+            "problems": digest,
+            "version": _VERSION,
+        },
+        sort_keys=True,
+    )
+
+
+def chunk_steps(steps: int) -> int:
+    """The largest divisor of `steps` up to CHUNK_STEPS (the loop's chunks must divide the run)."""
+    return max(d for d in range(1, min(steps, CHUNK_STEPS) + 1) if steps % d == 0)
+
+
+def train(
+    cfg: sft.SFTConfig,
+    model_cfg: TransformerConfig,
+    task: Task,
+    problems: list[Problem],
+    workdir: str | None = None,
+    progress: bool = False,
+):
+    """Trains a base model from scratch on `problems` in the host loop.
+
+    Args:
+      workdir: the loop's outputs (metrics.jsonl/csv, curves.png, summary.json, checkpoints/);
+        an existing run there resumes. None: a temporary directory, removed afterwards.
+
+    Returns:
+      (params, metrics of the last step). Raises `SFTInterrupted` on SIGINT/SIGTERM (after the
+      loop's checkpoint) and `loop.NonFiniteLossError` if the loss becomes NaN.
+    """
+    feed = sft.TraceFeed(cfg, task, problems)  # checks the problems before anything compiles
+    if workdir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return train(cfg, model_cfg, task, problems, tmp, progress)
+    n = chunk_steps(cfg.steps)
+    loop_cfg = loop.LoopConfig(
+        workdir=workdir,
+        title=f"SFT {task.name}",
+        num_updates=cfg.steps,
+        chunk_updates=n,
+        checkpoint_every=max(1, CHECKPOINT_STEPS // n),
+        env_steps_per_update=cfg.batch_size,
+        num_seeds=1,
+        grid=({},),
+        resume=True,  # the directory is named by the config's hash: a run there is this run
+        progress=progress,
+        final_window=1e-9,
+        score_key="loss/nll",
+        count_key=None,
+        score_name="nll",
+        x_name="sequences",
+        fingerprint={"sft": dataclasses.asdict(cfg), "model": dataclasses.asdict(model_cfg)},
+    )
+    chunk = functools.partial(sft.train_chunk, cfg=cfg, model_cfg=model_cfg)
+    state = sft.init(cfg, model_cfg, jax.random.key(cfg.seed))
+    state, summary = loop.run(loop_cfg, state, jax.jit(chunk, donate_argnums=0), feed=feed)
+    if summary.interrupted:
+        raise SFTInterrupted(
+            f"SFT interrupted after step {summary.updates_done} of {cfg.steps}; the same command "
+            f"resumes it from the checkpoint in {workdir}"
+        )
+    last = [r for r in MetricsWriter(workdir).read() if r["update"] == cfg.steps][-1]
+    return state.params, {"loss/nll": last["nll/mean"], "grad_norm": last["grad_norm"]}
+
+
+def train_or_load(
+    model_cfg: TransformerConfig,
+    sft_cfg: sft.SFTConfig,
+    task: Task,
+    problems: list[Problem],
+    cache_dir: str,
+    progress: bool = False,
+):
+    """Returns (params, info); info["cached"] says whether the base came from `cache_dir`.
+    A base not yet cached is trained (resuming a killed SFT of the same config)."""
+    directory = os.path.join(
+        cache_dir, f"{task.name}-{cache_key(model_cfg, sft_cfg, task, problems)}"
+    )
+    checkpointer = Checkpointer(directory, max_to_keep=1)
+    if checkpointer.latest_step() is not None:
+        like = init_params(model_cfg, jax.random.key(0))
+        params, meta = checkpointer.restore(checkpointer.latest_step(), like)
+        checkpointer.close()
+        return params, {**meta, "cached": True, "path": directory}
+    params, metrics = train(sft_cfg, model_cfg, task, problems, f"{directory}-sft", progress)
+    meta = {"sft_metrics": metrics}
+    checkpointer.save(sft_cfg.steps, params, meta)
+    checkpointer.close()
+    # the base is in the cache now; the SFT run keeps its metrics and curves, not its checkpoints
+    shutil.rmtree(os.path.join(f"{directory}-sft", "checkpoints"), ignore_errors=True)
+    return params, {**meta, "cached": False, "path": directory}
