@@ -15,7 +15,11 @@ pass@256 > 50%". RL trains and evaluates on level 3 (``min_level=3``). Arms, all
   forward KL to the base on the base's own samples, β 0.05 (`dph_fkl`, DPH-RL);
   JS to the base, β 0.1 (`dph_js`).
 
-SELF-style training only on the problems the base finds least likely is not in this script.
+  SELF-style curation (#234): the reverse-KL arm's values, trained only on the half of the
+  level-3 training problems whose reference solution the base finds least likely (sequence
+  log-likelihood under teacher forcing, `least_likely=0.5` of `rljax.train.lm_experiment`); its
+  own population, since a population shares its training problems. (The paper also swaps the
+  reverse KL for a forward one, `[web]` in PAPERS.md; keeping k3 isolates the curation.)
 Metrics: unbiased pass@k for k = 1..256 from n = 256 samples on 64 level-3 held-out problems,
 distinct correct completions per problem, over seeds; the base's own pass@k (one model: its
 interval is over problems, and comparisons treat it as fixed).
@@ -40,7 +44,10 @@ ARMS = {
     "forward KL (DPH)": {"preset": "dph_fkl", "divergence": "forward_kl", "kl_coef": 0.05},
     "JS (DPH)": {"preset": "dph_js", "divergence": "js", "kl_coef": 0.1},
 }
+SELF = "SELF (least likely ½, k3)"
 HARD = {"max_level": 0, "min_level": 3}
+SELF_RUN = {**HARD, "least_likely": 0.5}
+K3 = "reverse KL (k3)"
 SFT = {"steps": 250}  # a brief SFT: low pass@1, wide coverage on level 3
 
 
@@ -57,7 +64,7 @@ def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
     wins = [name for name in arms if sign[f"{name} − base (pass@1)"] == "+"]
     v1 = "reproduced" if len(wins) == len(arms) else "partly" if wins else "contradicted"
     why1 = f"RL beats the base at pass@1 for {len(wins)} of {len(arms)} arms"
-    narrow = ["no divergence", "reverse KL (k3)"]
+    narrow = ["no divergence", K3]
     crossed = [a for a in narrow if sign[f"{a} − base (pass@{n})"] == "-"]
     if len(crossed) == 2:
         v2, why2 = "reproduced", f"the base wins at pass@{n} over no divergence and reverse KL"
@@ -80,6 +87,17 @@ def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
         "with no or reverse KL the curves cross: the base wins at large k": (v2, why2),
         "forward KL and JS keep pass@k while raising pass@1": (v3, why3),
     }
+    if SELF in arms:  # SELF against the same values trained on every problem
+        c = repro.effect(repro.final(arms[SELF], f"pass@{n}"), repro.final(arms[K3], f"pass@{n}"))
+        comparisons[f"{SELF} − reverse KL (k3) (pass@{n})"] = c
+        v4 = (
+            {"+": "reproduced", "-": "contradicted"}[c["sign"]]
+            if c["sign"] != "0"
+            else ("not at this scale")
+        )
+        lo, hi = c["diff_ci"]
+        why4 = f"pass@{n} {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] against k3 on every problem"
+        claims["SELF's curation (least likely problems only) improves pass@k"] = (v4, why4)
     lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
     return {"claims": claims, "comparisons": comparisons}, lines
 
@@ -91,8 +109,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     repro.check_flags(parser, args)
     start = time.perf_counter()
-    pop = repro.Population("divergences", ARMS, sft=SFT, run=HARD)
-    result = repro.train(args, [pop], chunk_steps=20, final_samples=256, final_problems=64)
+    pops = [
+        repro.Population("divergences", ARMS, sft=SFT, run=HARD),
+        repro.Population("self", {SELF: ARMS[K3]}, sft=SFT, run=SELF_RUN),
+    ]
+    result = repro.train(args, pops, chunk_steps=20, final_samples=256, final_problems=64)
     arms = result["arms"]
     n = 4 if args.quick else 256
     rows = repro.summaries(arms, repro.pass_columns(n))
@@ -116,7 +137,7 @@ def main(argv=None):
         rows,
         title="pass@k of base vs RL × the choice of divergence (#48, #59, #234)",
         claim="RL wins at small k; with no or reverse KL the base wins at large k; forward KL "
-        "and JS keep pass@k while raising pass@1.",
+        "and JS keep pass@k while raising pass@1; SELF's curation improves pass@k.",
         headline=f"pass@{n}",
         metric=f"held-out level-3 pass@{n}",
         context=context,

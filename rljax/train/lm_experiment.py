@@ -26,7 +26,8 @@ from rljax import stats
 from rljax.agents import grpo
 from rljax.io import fingerprint
 from rljax.lm import device_reward, presets, report, rollout, sft
-from rljax.lm.data import completion_length, prompt_length
+from rljax.lm.data import completion_length, encode_problems, prompt_length
+from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
 from rljax.lm.tasks.builders import load_problems
@@ -80,6 +81,9 @@ class LMRunConfig:
     # same fields; used instead of the full product of `sweep` (which must then be empty).
     design: tuple[tuple[tuple[str, object], ...], ...] = ()
     train_problems: int = 0  # RL draws from the first n problems of its split (0 = all)
+    # SELF-style data curation: RL draws only from this fraction of its training problems, those
+    # whose reference solution the SFT base finds least likely (0 = all problems).
+    least_likely: float = 0.0
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -93,6 +97,7 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         max_level=config.max_level,
         min_level=config.min_level,
         train_problems=config.train_problems,
+        least_likely=config.least_likely,
         preset=config.preset,
         rl=tuple(config.rl.items()),
         sweep=tuple((k, str(v)) for k, v in config.sweep.items()),
@@ -201,6 +206,16 @@ def validate(run: LMRunConfig) -> list[dict]:
     _positive("group_size", run.group_size, 2)
     _positive("reference_samples", run.reference_samples, 0)
     _positive("train_problems", run.train_problems, 0)
+    if isinstance(run.least_likely, bool) or not 0.0 <= run.least_likely < 1.0:
+        raise ValueError(
+            f"least_likely={run.least_likely!r} is invalid; allowed: a fraction in [0, 1) "
+            "(0 = every training problem)"
+        )
+    if run.least_likely and run.train_problems:
+        raise ValueError(
+            f"least_likely={run.least_likely} with train_problems={run.train_problems}: choose "
+            "one way to select the training problems (set the other to 0)"
+        )
     _positive("cpu_devices", run.cpu_devices)
     if run.steps % run.chunk_steps:
         raise ValueError(
@@ -274,6 +289,26 @@ def problems(run: LMRunConfig) -> tuple[list, list, list]:
     return sft_problems, train, _split(run, "test", run.min_level)
 
 
+def reference_log_likelihood(params, model: TransformerConfig, task, problems: list) -> np.ndarray:
+    """log π(reference solution | prompt) of each problem: the sum of the completion's token
+    log-probs under `params` (teacher forcing, in batches of 256). Shape `[N]`."""
+    score = jax.jit(lambda p, b: jnp.sum(completion_log_probs(p, model, *b)[0], axis=1))
+    out = [
+        np.asarray(score(params, encode_problems(task, problems[i : i + 256])))
+        for i in range(0, len(problems), 256)
+    ]
+    return np.concatenate(out)
+
+
+def least_likely(params, model: TransformerConfig, task, problems: list, fraction: float) -> list:
+    """The ceil(fraction x N) problems whose reference solution `params` finds least likely, in
+    their original order (SELF's curation: RLVR's winner-take-all favours already-likely
+    problems, so train on the others)."""
+    loglik = reference_log_likelihood(params, model, task, problems)
+    keep = np.sort(np.argsort(loglik, kind="stable")[: math.ceil(fraction * len(problems))])
+    return [problems[i] for i in keep]
+
+
 def build(run: LMRunConfig, points: list[dict]):
     """Problems, the cached base and the population's static config and hyperparameters."""
     task = TASKS[run.task]
@@ -285,6 +320,8 @@ def build(run: LMRunConfig, points: list[dict]):
     base_params, info = lm_base.train_or_load(
         model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
     )
+    if run.least_likely:
+        train = least_likely(base_params, model, task, train, run.least_likely)
     values = resolved_points(run, points)
     agent_cfg = static_config(run, values, model)
     quick = spread(test, run.eval_problems)

@@ -71,6 +71,7 @@ def test_one_shot_quick(run_quick):
 def test_passk_divergence_quick(run_quick):
     res = run_quick("passk_divergence.py", timeout=380)
     assert set(res["arms"]) == {"no divergence", "reverse KL (k3)", "forward KL (DPH)",
-                                "JS (DPH)"}  # fmt: skip
+                                "JS (DPH)", "SELF (least likely ½, k3)"}  # fmt: skip
     _finite_table(res)
     assert isinstance(res["split_meets_target"], bool)
+    assert len(res["claims"]) == 4  # SELF's claim decided like the others
