@@ -83,7 +83,11 @@ STUDIES = {
     ],
 }
 STEPS = {"CartPole-v1": 100_000, "Acrobot-v1": 100_000}
-MINATAR_STEPS = 250_000
+# The opt-in studies' budgets: the largest that keeps each under 20 minutes on the idle 2-core
+# CPU with 8 seeds (probed at 2 seeds x 20k steps: width 1024 costs ~12 s per 10k steps per
+# 2 seeds, a MinAtar program ~2.3 s).
+WIDTH_STEPS = 75_000
+MINATAR_STEPS = 150_000
 QUICK = {"envs": ("CartPole-v1",), "arms": ("mse", "hl_gauss"), "seeds": 2, "steps": 6_000}
 
 
@@ -366,7 +370,8 @@ def main(argv=None) -> str:
         seeds = QUICK["seeds"]
     results, settings = {}, []
     for env_name, arms, noises, width in panels:
-        steps = args.steps or (QUICK["steps"] if args.quick else STEPS.get(env_name, MINATAR_STEPS))
+        study_steps = WIDTH_STEPS if width is not None else STEPS.get(env_name, MINATAR_STEPS)
+        steps = args.steps or (QUICK["steps"] if args.quick else study_steps)
         settings.append(
             {
                 "env": env_name,
