@@ -6,9 +6,10 @@ population on a hard split of the RLVR testbed.
 
 The split: level-3 arithmetic (three operations) for a base that was SFT-trained only briefly on
 all three levels (the testbed model, `configs/grpo.py:arithmetic,fast`, with 250 SFT steps instead
-of 1,200), so its pass@1 on level 3 is a few percent while most problems are solved somewhere
-within 256 samples; results.md states whether this run's base meets "pass@1 < 5%,
-pass@256 > 50%". RL trains and evaluates on level 3 (``min_level=3``). Arms, all GRPO's
+of 1,200, and a corrupted character in 85% of its traces instead of 50%), so its pass@1 on level
+3 is a few percent while most problems are solved somewhere within 256 samples (probed: 250
+steps at noise 0.5 gave pass@1 0.057, 200 steps 0.056, noise 0.7 0.051, noise 0.85 0.047 with
+pass@256 0.86); results.md states whether this run's base meets "pass@1 < 5%, pass@256 > 50%". RL trains and evaluates on level 3 (``min_level=3``). Arms, all GRPO's
 (group mean+std, sequence-mean aggregation, 2 epochs × 2 minibatches, lr 3e-4):
 
   no divergence;  reverse KL, k3 in the loss, β 0.04 (the `grpo` preset);
@@ -48,7 +49,7 @@ SELF = "SELF (least likely ½, k3)"
 HARD = {"max_level": 0, "min_level": 3}
 SELF_RUN = {**HARD, "least_likely": 0.5}
 K3 = "reverse KL (k3)"
-SFT = {"steps": 250}  # a brief SFT: low pass@1, wide coverage on level 3
+SFT = {"steps": 250, "noise": 0.85}  # brief and sloppy: low pass@1, wide coverage on level 3
 
 
 def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
