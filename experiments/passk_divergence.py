@@ -9,7 +9,8 @@ all three levels (the testbed model, `configs/grpo.py:arithmetic,fast`, with 250
 of 1,200, and a corrupted character in 85% of its traces instead of 50%), so its pass@1 on level
 3 is a few percent while most problems are solved somewhere within 256 samples (probed: 250
 steps at noise 0.5 gave pass@1 0.057, 200 steps 0.056, noise 0.7 0.051, noise 0.85 0.047 with
-pass@256 0.86); results.md states whether this run's base meets "pass@1 < 5%, pass@256 > 50%". RL trains and evaluates on level 3 (``min_level=3``). Arms, all GRPO's
+pass@256 0.86); results.md states whether this run's base meets "pass@1 < 5%, pass@256 > 50%".
+RL trains and evaluates on level 3 (``min_level=3``). Arms, all GRPO's
 (group mean+std, sequence-mean aggregation, 2 epochs × 2 minibatches, lr 3e-4):
 
   no divergence;  reverse KL, k3 in the loss, β 0.04 (the `grpo` preset);
