@@ -103,7 +103,7 @@ def main(argv=None):
         }
         r["equal"] = within(
             r["max_rel_metric_diff"], r["ulp_floor_metric_diff"], STRICT_METRICS
-        ) and (within(r["max_abs_param_diff"], r["ulp_floor_param_diff"], STRICT_PARAMS))
+        ) and within(r["max_abs_param_diff"], r["ulp_floor_param_diff"], STRICT_PARAMS)
         table[name] = r
         print(
             f"{name:10s} metrics {r['max_rel_metric_diff']:.1e} (floor "

@@ -47,11 +47,7 @@ def cache_key(
     digest = hashlib.sha256(
         "\n".join(f"{p.level}|{p.prompt}|{p.answer}" for p in problems).encode()
     ).hexdigest()
-    return hashlib.sha256(_blob(model_cfg, sft_cfg, task, digest).encode()).hexdigest()[:16]
-
-
-def _blob(model_cfg, sft_cfg, task, digest: str) -> str:
-    return json.dumps(
+    blob = json.dumps(
         {
             "model": dataclasses.asdict(model_cfg),
             "sft": dataclasses.asdict(sft_cfg),
@@ -62,6 +58,7 @@ def _blob(model_cfg, sft_cfg, task, digest: str) -> str:
         },
         sort_keys=True,
     )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def chunk_steps(steps: int) -> int:

@@ -32,12 +32,9 @@ def _loglik_one(params, problem) -> float:
     n = tokens.shape[1]
     causal = np.tril(np.ones((1, n, n), bool))
     logits, _ = forward(params, MODEL, tokens, np.arange(n)[None], causal)
-    logits = np.asarray(logits[0], np.float64)
-    log_probs = (
-        logits
-        - np.log(np.sum(np.exp(logits - logits.max(1, keepdims=True)), 1))[:, None]
-        - logits.max(1, keepdims=True)
-    )
+    z = np.asarray(logits[0], np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    log_probs = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
     return float(sum(log_probs[len(prompt) - 1 + a, t] for a, t in enumerate(answer)))
 
 
