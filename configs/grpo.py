@@ -9,7 +9,7 @@
 
 The argument is `<task>[,fast|,tiny]`, task in {arithmetic, countdown, strings, equation}.
 Presets (rljax/lm/presets.py): grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo, cispo, nft,
-pacs, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value; `sweep.<field>=a,b`
+pacs, rover, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value; `sweep.<field>=a,b`
 sweeps a preset field (numbers or choice names) or the preset itself; every combination x
 `num_seeds` trains together.
 

@@ -38,7 +38,7 @@ import optax
 
 from rljax.agents import learner
 from rljax.lm import curriculum, device_reward, objective, reward_signal
-from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.logprobs import completion_log_probs, completion_token_stats
 from rljax.lm.model import TransformerConfig
 from rljax.lm.sampling import sample
 
@@ -76,6 +76,7 @@ class Hparams(NamedTuple):
     kl_coef: jax.Array
     entropy_coef: jax.Array
     pacs_beta: jax.Array
+    rover_rho: jax.Array
     advantage: jax.Array
     aggregation: jax.Array
     policy_loss: jax.Array
@@ -327,7 +328,7 @@ def _micro_schedule(config: Config, hp: Hparams, mask: jax.Array, key):
 
 def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.Norms):
     """The micro-batch's contribution to its minibatch's loss. Returns (loss, metrics)."""
-    logp, entropy = completion_log_probs(
+    logp, entropy, mean_log_probs = completion_token_stats(
         params,
         config.model,
         batch["prompt_tokens"],
@@ -339,6 +340,8 @@ def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.N
     mb = objective.MicroBatch(
         logp,
         entropy,
+        mean_log_probs,
+        batch["old_mean_log_probs"],
         batch["old_logp"],
         batch["ref_logp"],
         batch["mask"],
@@ -380,7 +383,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     )
     ro = _rollout(config, data, state, k_prompts, k_sample)
     seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
-    old_logp, _ = completion_log_probs(state.params, config.model, *seqs)
+    old_logp, _, old_mean_log_probs = completion_token_stats(state.params, config.model, *seqs)
     ref_logp, _ = completion_log_probs(data.base_params, config.model, *seqs)
     penalty = objective.kl_reward_penalty(choice, old_logp, ref_logp, ro.mask)
     group_mask = jnp.broadcast_to(ro.group_valid[:, None], (B, G))
@@ -395,6 +398,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         "completion_mask": ro.completion_mask,
         "mask": ro.mask,
         "old_logp": old_logp,
+        "old_mean_log_probs": old_mean_log_probs,
         "ref_logp": ref_logp,
         "adv": adv.reshape(-1),
         "correct": ro.correct,

@@ -33,6 +33,26 @@ def completion_log_probs(
     Returns:
       (logp `[B, A]`, entropy `[B, A]`), both zero where `completion_mask == 0`.
     """
+    logp, entropy, _ = completion_token_stats(
+        params, cfg, prompt_tokens, prompt_mask, completion_tokens, completion_mask
+    )
+    return logp, entropy
+
+
+def completion_token_stats(
+    params,
+    cfg: TransformerConfig,
+    prompt_tokens: jax.Array,
+    prompt_mask: jax.Array,
+    completion_tokens: jax.Array,
+    completion_mask: jax.Array,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """`completion_log_probs` plus the vocabulary mean of log π(·|q, o_<a) (ROVER's V).
+
+    Returns:
+      (logp, entropy, mean_log_probs), each `[B, A]` and zero where `completion_mask == 0`;
+      `mean_log_probs[b, a] = (1/|V|) Σ_v log π(v | q, o_<a)`.
+    """
     chex.assert_equal_shape([prompt_tokens, prompt_mask])
     chex.assert_equal_shape([completion_tokens, completion_mask])
     prompt_len = prompt_tokens.shape[1]
@@ -43,5 +63,10 @@ def completion_log_probs(
     log_probs = jax.nn.log_softmax(logits, axis=-1)
     logp = jnp.take_along_axis(log_probs, completion_tokens[..., None], axis=-1)[..., 0]
     entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)
+    mean_log_probs = jnp.mean(log_probs, axis=-1)
     real = completion_mask.astype(bool)
-    return jnp.where(real, logp, 0.0), jnp.where(real, entropy, 0.0)
+    return (
+        jnp.where(real, logp, 0.0),
+        jnp.where(real, entropy, 0.0),
+        jnp.where(real, mean_log_probs, 0.0),
+    )

@@ -40,6 +40,7 @@ class Choice(NamedTuple):
     kl_coef: jax.Array  # β of the divergence
     entropy_coef: jax.Array
     pacs_beta: jax.Array
+    rover_rho: jax.Array  # ρ of ROVER's Q = ρ log(π_θ/π_old)
 
 
 def advantages(choice: Choice, rewards: jax.Array, mask: jax.Array, r_max: float) -> jax.Array:
@@ -111,6 +112,8 @@ class MicroBatch(NamedTuple):
 
     logp: jax.Array  # [M, A] log π_θ (current parameters)
     entropy: jax.Array  # [M, A]
+    mean_log_probs: jax.Array  # [M, A] vocabulary mean of log π_θ(·|s_t) (ROVER)
+    old_mean_log_probs: jax.Array  # [M, A] the same under π_old
     old_logp: jax.Array  # [M, A] log π_old (the sampling policy)
     ref_logp: jax.Array  # [M, A] log π_ref (the base)
     mask: jax.Array  # [M, A] completion mask × group validity
@@ -140,8 +143,20 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
     rate = jnp.clip(mb.correct_rate, 1e-3, 1 - 1e-3)[:, None]
     nft = policy_gradient.nft(mb.logp, mb.old_logp, mb.correct[:, None], rate)
     nft = jnp.where(informative[:, None], nft, 0.0)
-    per_token = jnp.stack([ppo, cispo, reinforce, nft])
-    token_loss = jnp.sum(per_token[jnp.clip(choice.policy_loss, 0, 3)] * w)
+    rover = policy_gradient.rover(
+        mb.logp,
+        mb.old_logp,
+        mb.mean_log_probs,
+        mb.old_mean_log_probs,
+        mb.adv,
+        mb.mask,
+        rho=choice.rover_rho,
+    )
+    # Indexed by policy-loss code; the sequence-level losses' slots (gspo, pacs) are unused here.
+    options = {"ppo_clip": ppo, "cispo": cispo, "reinforce": reinforce, "nft": nft, "rover": rover}
+    zero = jnp.zeros_like(ppo)
+    per_token = jnp.stack([options.get(name, zero) for name in presets.POLICY_LOSSES])
+    token_loss = jnp.sum(per_token[choice.policy_loss] * w)
 
     has_tok = jnp.any(mb.mask > 0, axis=1).astype(mb.logp.dtype)
     u = has_tok / jnp.maximum(norms.sequences, 1.0)

@@ -8,7 +8,7 @@ codes; `hparam_values` turns a preset (plus overrides) into the numbers the lear
 Normalization each preset uses (the aggregation turns per-token losses into one number):
   grpo      seq_mean_token_mean  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_it       DeepSeekMath
   dr_grpo   seq_mean_token_sum_norm (1/N) Σ_i Σ_t ℓ_it / L_max     Dr.GRPO
-  dapo, lite_ppo, ngrpo, cispo, nft   token_mean Σ_i Σ_t ℓ_it / Σ_i |o_i|
+  dapo, lite_ppo, ngrpo, cispo, nft, rover   token_mean Σ_i Σ_t ℓ_it / Σ_i |o_i|
   gspo, pacs   sequence-level losses, mean over sequences
   rloo      seq_mean_token_sum   (1/N) Σ_i Σ_t ℓ_it: the sequence-sum REINFORCE form of the
             paper (a sequence-mean-token-mean would divide each gradient by |o_i|)
@@ -27,7 +27,7 @@ AGGREGATIONS = (
     "seq_mean_token_sum",
     "seq_mean_token_sum_norm",
 )
-POLICY_LOSSES = ("ppo_clip", "cispo", "reinforce", "nft", "gspo", "pacs")
+POLICY_LOSSES = ("ppo_clip", "cispo", "reinforce", "nft", "gspo", "pacs", "rover")
 SEQUENCE_LOSSES = ("gspo", "pacs")  # one loss per sequence: averaged over sequences
 DIVERGENCES = ("none", "k1", "k2", "k3", "forward_kl", "js")
 SAMPLE_DIVERGENCES = ("forward_kl", "js")  # estimated on the reference model's own samples
@@ -60,6 +60,7 @@ _COMMON = dict(
     kl_coef=0.0,
     entropy_coef=0.0,
     pacs_beta=1.0,
+    rover_rho=1.0,  # ρ of ROVER's Q = ρ log(π_θ/π_old) (ours: the paper's LLM value unverified)
     num_epochs=2,
     num_minibatches=2,
     learning_rate=3e-4,
@@ -110,6 +111,10 @@ PRESETS = {
     "nft": {**_COMMON, "policy_loss": "nft"},
     # PACS: BCE of a leave-one-out log-ratio score against the 0/1 reward (β ours).
     "pacs": {**_COMMON, "policy_loss": "pacs", "aggregation": "seq_mean_token_mean"},
+    # ROVER: regress the uniform policy's Q = ρ log(π_θ/π_old) onto r̃ + mean-over-vocab Q of
+    # the next state, with the group-centred reward r̃ = r − mean (Dr.GRPO's advantage) given
+    # to every token, token-mean aggregated (ρ = 1 ours).
+    "rover": {**_COMMON, "advantage": "dr_grpo", "policy_loss": "rover"},
     # DPH-RL ("The Choice of Divergence"): GRPO plus a mass-covering divergence to the base,
     # estimated on the base's own samples (coefficients ours).
     "dph_fkl": {
@@ -151,11 +156,15 @@ def check(values: dict) -> None:
     for field, table in CHOICES.items():
         _choose(f"rl.{field}", values[field], table)
     for field in (
-        "eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta", "weight_decay", "ucb_c"
+        "eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta", "rover_rho",
+        "weight_decay", "ucb_c",
     ):  # fmt: skip
         v = float(values[field])
         if not v >= 0 or v != v or v == float("inf"):
             raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite >= 0")
+    for field in ("pacs_beta", "rover_rho"):  # scales of a log-ratio: 0 would erase the loss
+        if not float(values[field]) > 0:
+            raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite > 0")
     if not 0 < float(values["learning_rate"]) < 1:
         raise ValueError(f"rl.learning_rate={values['learning_rate']!r}; allowed: in (0, 1)")
     for field in ("num_epochs", "num_minibatches"):

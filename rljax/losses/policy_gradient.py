@@ -310,6 +310,57 @@ def pacs(
     return jnp.where(real, bce, 0.0)
 
 
+def rover(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    mean_log_probs: jax.Array,
+    old_mean_log_probs: jax.Array,
+    reward: jax.Array,
+    mask: jax.Array,
+    *,
+    rho: float | jax.Array,
+) -> jax.Array:
+    """Per-token ROVER loss: the uniform random policy's Q, regressed onto its Bellman target.
+
+    ROVER parameterizes ``Q(s_t, a) = ρ (log π_θ(a|s_t) - log π_old(a|s_t))`` and evaluates the
+    *uniform* policy: its value of the next state is the vocabulary mean of Q,
+    ``V(s_{t+1}) = (1/|V|) Σ_a Q(s_{t+1}, a) = ρ (mean_a log π_θ(a|s_{t+1}) -
+    mean_a log π_old(a|s_{t+1}))``, zero after the last token. With the group-centred sequence
+    reward ``r̃`` given to every token,
+
+        ℓ_t = (Q(s_t, o_t) - sg[r̃ + V(s_{t+1})])².
+
+    Sampling from π_θ = π_old · exp(Q/ρ) / Z is sampling from softmax(Q/ρ) around π_old.
+    He et al. 2025, "Random Policy Valuation is Enough for LLM Reasoning with Verifiable Rewards"
+    (ROVER, arXiv 2509.24981). At θ = θ_old, Q = V = 0 and the gradient is
+    ``-2 ρ r̃ ∇log π_θ(o_t|s_t)``: REINFORCE with the centred reward.
+
+    Args:
+      logp: log π_θ of the sampled tokens ``[N, A]``.
+      old_logp: log π_old of the same tokens ``[N, A]``.
+      mean_log_probs: vocabulary mean of log π_θ(·|s_t) at each completion position ``[N, A]``
+        (the state before token t); only ``t + 1`` is read, under a stop-gradient.
+      old_mean_log_probs: the same under π_old ``[N, A]``.
+      reward: group-centred reward r̃ of each sequence ``[N]`` (treated as a constant).
+      mask: ``[N, A]``, 1 = real token; the last real token has no successor.
+      rho: the scale ρ > 0 of Q (the temperature of softmax(Q/ρ)).
+
+    Returns:
+      Loss per token ``[N, A]``, 0 at padding.
+    """
+    chex.assert_rank(logp, 2)
+    chex.assert_equal_shape([logp, old_logp, mean_log_probs, old_mean_log_probs, mask])
+    chex.assert_shape(reward, logp.shape[:1])
+    checks.check_range("rho", rho, low=0.0, low_open=True)
+    m = mask.astype(logp.dtype)
+    q = rho * (logp - jax.lax.stop_gradient(old_logp))
+    v = rho * (mean_log_probs - old_mean_log_probs)
+    # V(s_{t+1}) read at position t + 1 where that token is real; zero past the end.
+    v_next = jnp.concatenate([v[:, 1:] * m[:, 1:], jnp.zeros_like(v[:, :1])], axis=1)
+    target = jax.lax.stop_gradient(reward[:, None] + v_next)
+    return jnp.where(m > 0, jnp.square(q - target), 0.0)
+
+
 def categorical_entropy(logits: jax.Array) -> jax.Array:
     """Entropy of a categorical distribution given by logits.
 

@@ -11,7 +11,7 @@ import pytest
 from rljax import returns
 from rljax.agents import grpo
 from rljax.lm import objective, presets
-from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.logprobs import completion_log_probs, completion_token_stats
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.losses import kl, policy_gradient, reduce
 
@@ -62,6 +62,8 @@ def _batch(seed=0):
         "mask": completion_mask.astype(np.float32),
         "old_logp": -rng.uniform(0.5, 4.0, size=(n, A)).astype(np.float32) * completion_mask,
         "ref_logp": -rng.uniform(0.5, 4.0, size=(n, A)).astype(np.float32) * completion_mask,
+        "old_mean_log_probs": -rng.uniform(3.0, 6.0, size=(n, A)).astype(np.float32)
+        * completion_mask,
         "adv": rng.normal(size=n).astype(np.float32),
         "correct": correct,
         "correct_rate": rate.astype(np.float32),
@@ -75,7 +77,7 @@ def _batch(seed=0):
 
 def _named_loss(params, v: dict, b: dict):
     """The preset written out with the library's named functions (the pre-population trainer)."""
-    logp, entropy = completion_log_probs(
+    logp, entropy, mean_log_probs = completion_token_stats(
         params, MODEL, b["prompt_tokens"], b["prompt_mask"], b["tokens"], b["completion_mask"]
     )
     mask, agg = b["mask"], REDUCE[v["aggregation"]]
@@ -101,6 +103,11 @@ def _named_loss(params, v: dict, b: dict):
             per = policy_gradient.cispo(logp, b["old_logp"], adv_t, **eps)
         elif name == "reinforce":
             per = policy_gradient.reinforce(logp, adv_t)
+        elif name == "rover":
+            per = policy_gradient.rover(
+                logp, b["old_logp"], mean_log_probs, b["old_mean_log_probs"], b["adv"], mask,
+                rho=v["rover_rho"],
+            )  # fmt: skip
         else:
             rate = b["correct_rate"][:, None]
             # All-right / all-wrong groups carry no signal: masked out, their rate kept off 0/1.
@@ -172,7 +179,7 @@ def test_advantage_by_code_equals_the_named_estimator(name):
 
 
 def test_preset_values_and_errors():
-    named = "grpo dr_grpo dapo lite_ppo ngrpo gspo rloo cispo nft pacs dph_fkl dph_js".split()
+    named = "grpo dr_grpo dapo lite_ppo ngrpo gspo rloo cispo nft pacs rover dph_fkl dph_js".split()
     assert set(presets.PRESETS) == set(named)
     rloo = presets.resolve("rloo")
     assert rloo["aggregation"] == "seq_mean_token_sum" and rloo["num_epochs"] == 1
@@ -188,6 +195,8 @@ def test_preset_values_and_errors():
         presets.check(presets.resolve("dph_js", placement="reward"))
     with pytest.raises(ValueError, match="would be ignored"):
         presets.check(presets.resolve("dapo", kl_coef=0.1))
+    with pytest.raises(ValueError, match="rl.rover_rho=0.0 is invalid"):
+        presets.check(presets.resolve("rover", rover_rho=0.0))
     with pytest.raises(ValueError, match="rl.num_epochs=0"):
         presets.check(presets.resolve("grpo", num_epochs=0))
     with pytest.raises(ValueError, match="not divisible by the minibatch schedule"):

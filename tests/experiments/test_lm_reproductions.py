@@ -1,6 +1,6 @@
 """The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs, reward_validity, one_shot,
-passk_divergence): --quick trains every arm as populations of the tiny model and writes tables
-with finite statistics; bad flags fail early."""
+passk_divergence, rover_lm): --quick trains every arm as populations of the tiny model and writes
+tables with finite statistics; bad flags fail early."""
 
 import math
 
@@ -75,3 +75,13 @@ def test_passk_divergence_quick(run_quick):
     _finite_table(res)
     assert isinstance(res["split_meets_target"], bool)
     assert len(res["claims"]) == 4  # SELF's claim decided like the others
+
+
+@pytest.mark.timeout(400)
+def test_rover_lm_quick(run_quick):
+    res = run_quick("rover_lm.py", timeout=380)
+    assert set(res["arms"]) == {"GRPO (no KL)", "ROVER ρ=1", "ROVER ρ=0.25"}
+    _finite_table(res)
+    assert len(res["claims"]) == 3
+    assert all(v in ("reproduced", "partly", "contradicted", "not at this scale")
+               for v, _ in res["claims"].values())  # fmt: skip

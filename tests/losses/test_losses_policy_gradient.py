@@ -4,6 +4,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rljax.losses import policy_gradient as pg
 from rljax.losses import reduce
@@ -227,3 +228,44 @@ def test_pacs_masking_equals_slicing_and_grad_check(grad_check):
     grad_check(f, [np.asarray(lp)])
     f = lambda x: pg.nft(x, jnp.zeros(2), jnp.array([1.0, 0.0]), jnp.array([0.3, 0.3]))
     grad_check(f, [np.array([0.1, -0.2])])
+
+
+def test_rover_by_hand_gradient_and_masking(grad_check):
+    # One sequence of 3 tokens (the third is padding): ρ = 2, r̃ = 0.5.
+    logp = jnp.array([[-1.0, -2.0, 0.0]])
+    old = jnp.array([[-1.5, -1.0, 0.0]])
+    mean_lp = jnp.array([[-4.0, -3.0, 0.0]])
+    old_mean = jnp.array([[-4.2, -3.5, 0.0]])
+    mask = jnp.array([[1.0, 1.0, 0.0]])
+    got = pg.rover(logp, old, mean_lp, old_mean, jnp.array([0.5]), mask, rho=2.0)
+    # t=0: Q = 2(-1 + 1.5) = 1; V(s_1) = 2(-3 + 3.5) = 1; target 1.5 -> 0.25
+    # t=1: Q = 2(-2 + 1) = -2; last real token: target 0.5 -> 6.25; t=2 padding -> 0
+    np.testing.assert_allclose(got, [[0.25, 6.25, 0.0]], rtol=1e-6)
+    # The target is a constant: dℓ_t/dlogp_t = 2ρ(Q_t − target_t); V gets no gradient.
+    grads = jax.grad(
+        lambda lp, m: pg.rover(lp, old, m, old_mean, jnp.array([0.5]), mask, rho=2.0).sum(),
+        argnums=(0, 1),
+    )(logp, mean_lp)
+    np.testing.assert_allclose(grads[0], [[2 * 2 * (1 - 1.5), 2 * 2 * (-2 - 0.5), 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(grads[1], 0.0)
+    # On policy (θ = θ_old): REINFORCE with the centred reward, scaled by 2ρ.
+    rng = np.random.default_rng(8)
+    lp = jnp.asarray(rng.normal(size=(3, 4)).astype(np.float32))
+    mlp = jnp.asarray(rng.normal(size=(3, 4)).astype(np.float32))
+    r = jnp.asarray(rng.normal(size=3).astype(np.float32))
+    full = jnp.ones((3, 4))
+    g = jax.grad(lambda x: pg.rover(x, lp, mlp, mlp, r, full, rho=0.5).sum())(lp)
+    want = jax.grad(lambda x: pg.reinforce(x, jnp.broadcast_to(r[:, None], (3, 4))).sum())(lp)
+    np.testing.assert_allclose(g, 2 * 0.5 * want, rtol=1e-6)
+    # masking == slicing: a sequence cut after 2 tokens equals its 2-token slice.
+    cut = jnp.array([[1.0, 1.0, 0.0, 0.0]] * 3)
+    masked = pg.rover(lp, lp * 0.9, mlp, mlp * 1.1, r, cut, rho=1.0)
+    sliced = pg.rover(
+        lp[:, :2], lp[:, :2] * 0.9, mlp[:, :2], mlp[:, :2] * 1.1, r, cut[:, :2], rho=1.0
+    )
+    np.testing.assert_allclose(masked[:, :2], sliced, rtol=1e-6)
+    np.testing.assert_allclose(masked[:, 2:], 0.0)
+    with pytest.raises(ValueError, match="rho"):
+        pg.rover(lp, lp, mlp, mlp, r, full, rho=0.0)
+    f = lambda x: pg.rover(x, lp * 0.9, mlp, mlp * 1.1, r, full, rho=1.5)  # noqa: E731
+    grad_check(f, [np.asarray(lp, np.float64)])
