@@ -216,3 +216,21 @@ def test_zero_advantage_share_counts_groups_without_gradient():
     np.testing.assert_allclose(ngrpo_adv[0], -1 / 3, rtol=1e-5)
     np.testing.assert_allclose(grpo.zero_advantage_share(ngrpo_adv, valid), 1 / 3, rtol=1e-6)
     assert float(grpo.zero_advantage_share(grpo_adv, jnp.zeros(4))) == 0.0
+
+
+def test_vmapped_presets_give_each_solo_loss_and_gradient(params):
+    """All presets vmapped as one population on the same batch: each member's loss and gradient
+    equal that preset's computed alone (what a population's first micro-step does)."""
+    names = sorted(presets.PRESETS)
+    hps = [grpo.make_hparams(presets.hparam_values(presets.resolve(n))) for n in names]
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *hps)
+    batch = jax.tree.map(jnp.asarray, _batch(3))
+    norms = objective.minibatch_norms(batch["mask"], B * R)
+    fn = jax.value_and_grad(lambda p, hp: grpo.loss_fn(p, CONFIG, hp, batch, norms)[0])
+    pop_loss, pop_grad = jax.jit(jax.vmap(fn, in_axes=(None, 0)))(params, stacked)
+    for i, hp in enumerate(hps):
+        loss, grad = jax.jit(fn)(params, hp)
+        np.testing.assert_allclose(pop_loss[i], loss, rtol=1e-5, atol=1e-7, err_msg=names[i])
+        for g, w in zip(jax.tree.leaves(pop_grad), jax.tree.leaves(grad), strict=True):
+            scale = float(jnp.max(jnp.abs(w))) + 1e-12
+            np.testing.assert_allclose(g[i] / scale, w / scale, atol=1e-5, err_msg=names[i])
