@@ -9,9 +9,9 @@
 
 The argument is `<task>[,fast|,tiny]`, task in {arithmetic, countdown, strings, equation}.
 Presets (rljax/lm/presets.py): grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo, cispo, nft,
-pacs, rover, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value; `sweep.<field>=a,b`
-sweeps a preset field (numbers or choice names) or the preset itself; every combination x
-`num_seeds` trains together.
+pacs, rover, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value;
+`sweep.<field>=a,b` sweeps a preset field (numbers or choice names) or the preset itself;
+every combination x `num_seeds` trains together.
 
 Measured on the 2-core CPU (docs/lm.md):
   arithmetic        1 learner, 200 steps: held-out pass@1 0.362 -> 0.558; RL 1031 s at load
