@@ -85,7 +85,7 @@ def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
             verdict = "partly"
         else:
             verdict = "not at this scale"
-        why = "; ".join(
+        why = f"{metric} − GRPO: " + "; ".join(
             f"{name} {c['diff']:+.3f} [{c['diff_ci'][0]:+.3f}, {c['diff_ci'][1]:+.3f}]"
             for name, c in signs.items()
         )
