@@ -3,6 +3,7 @@
     python scripts/bench_lm.py [--sizes=1m,20m] [--reference]
     python scripts/bench_lm.py --population=1,4,8,16     # population tokens/s and MFU
     python scripts/bench_lm.py --vs_sequential=8         # 8 learners: one program vs 8 processes
+    python scripts/bench_lm.py --breakdown=1,8           # where a step's time goes, per learner
 
 For each model size (~1M and ~20M parameters) prints sampled tokens/s (jitted KV-cache sampling),
 end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: sample G answers per
@@ -18,6 +19,7 @@ from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
+import functools  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -26,8 +28,9 @@ import numpy as np  # noqa: E402
 
 from rljax import machine  # noqa: E402
 from rljax.agents import grpo  # noqa: E402
-from rljax.lm import device_reward, presets, tokenizer  # noqa: E402
+from rljax.lm import device_reward, objective, presets, tokenizer  # noqa: E402
 from rljax.lm.data import completion_length, prompt_length  # noqa: E402
+from rljax.lm.logprobs import completion_log_probs  # noqa: E402
 from rljax.lm.model import TransformerConfig, init_params, num_params  # noqa: E402
 from rljax.lm.rollout import sample_jit  # noqa: E402
 from rljax.lm.tasks import TASKS, make_split  # noqa: E402
@@ -181,6 +184,79 @@ def bench_population(sizes: list[int], steps: int, peak: float) -> None:
             f"{tokens / per_step:,.0f} | {flops / per_step / peak:.2%} |",
             flush=True,
         )
+
+
+def bench_breakdown(sizes: list[int], repeats: int) -> None:
+    """The default learner's step split into its parts, each jitted alone and vmapped over
+    populations of `sizes` learners: KV-cache sampling of the 32 x 8 completions, one log-prob
+    pass over them (the step does two: old and reference), one micro-batch's loss and gradient
+    (the step does epochs x minibatches of them), and the whole step."""
+    task = TASKS["arithmetic"]
+    model_cfg = TransformerConfig(
+        d_model=128,
+        n_layers=4,
+        n_heads=4,
+        d_ff=512,
+        max_len=prompt_length(task) + completion_length(task),
+    )
+    cfg, data, hp = _learner(model_cfg, prompts=32, group=8)
+    rows = jax.numpy.repeat(jax.numpy.arange(cfg.prompts_per_step), cfg.group_size)
+    prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
+    micro = rows.shape[0] // cfg.max_minibatches
+
+    def sample_part(state, key):
+        return grpo.act(cfg, state.params, *prompt, key)
+
+    def logprob_part(state, out):
+        return completion_log_probs(state.params, cfg.model, *prompt, out.tokens, out.mask)
+
+    def grad_part(state, out):
+        a = out.tokens.shape[1]
+        batch = {
+            "prompt_tokens": prompt[0][:micro],
+            "prompt_mask": prompt[1][:micro],
+            "tokens": out.tokens[:micro],
+            "completion_mask": out.mask[:micro],
+            "mask": out.mask[:micro].astype(np.float32),
+            **{
+                k: jax.numpy.zeros((micro, a))
+                for k in ("old_logp", "old_mean_log_probs", "ref_logp")
+            },
+            "adv": jax.numpy.ones(micro),
+            "correct": jax.numpy.ones(micro),
+            "correct_rate": jax.numpy.full(micro, 0.5),
+        }
+        norms = objective.minibatch_norms(batch["mask"], 0)
+        return jax.grad(lambda p: grpo.loss_fn(p, cfg, state.hparams, batch, norms)[0])(
+            state.params
+        )
+
+    print(
+        f"step breakdown of the default learner ({num_params(data.base_params):,} params, "
+        f"{cfg.prompts_per_step} prompts x {cfg.group_size}, {cfg.max_epochs} epochs x "
+        f"{cfg.max_minibatches} minibatches): ms per learner"
+    )
+    print("| learners | sampling | one log-prob pass | one micro-batch loss+grad | whole step |")
+    print("|---|---|---|---|---|")
+    for size in sizes:
+        keys = jax.vmap(jax.random.PRNGKey)(np.arange(size))
+        hps = jax.tree.map(lambda x, size=size: jax.numpy.stack([x] * size), hp)
+        states = jax.vmap(lambda k, h: grpo.init(cfg, data, k, h))(keys, hps)
+        sample_fn = jax.jit(jax.vmap(sample_part))
+        out = sample_fn(states, keys)
+        calls = [
+            (sample_fn, (states, keys)),
+            (jax.jit(jax.vmap(logprob_part)), (states, out)),
+            (jax.jit(jax.vmap(grad_part)), (states, out)),
+            (jax.jit(jax.vmap(functools.partial(grpo.update, cfg, data))), (states,)),
+        ]
+        ms = [1e3 * timed_call(fn, args, repeats) / size for fn, args in calls]
+        print(f"| {size} | " + " | ".join(f"{t:.0f}" for t in ms) + " |", flush=True)
+
+
+def timed_call(fn, args: tuple, repeats: int) -> float:
+    """Seconds per call of `fn(*args)` (first call: compile and warm-up, not timed)."""
+    return timed(lambda: jax.block_until_ready(fn(*args)), repeats)
 
 
 def bench_vs_sequential(learners: int, steps: int) -> None:
@@ -369,6 +445,7 @@ def main():
     parser.add_argument("--population", default="", help="population sizes, e.g. 1,4,8,16")
     parser.add_argument("--population_steps", type=int, default=3, help="timed steps per size")
     parser.add_argument("--vs_sequential", type=int, default=0, help="learners (0: skip)")
+    parser.add_argument("--breakdown", default="", help="population sizes, e.g. 1,8")
     parser.add_argument("--sequential_steps", type=int, default=20, help="RL steps per learner")
     args = parser.parse_args()
     for name in args.sizes.split(","):
@@ -383,7 +460,9 @@ def main():
         bench_population([int(v) for v in args.population.split(",")], args.population_steps, peak)
     if args.vs_sequential:
         bench_vs_sequential(args.vs_sequential, args.sequential_steps)
-    if args.population or args.vs_sequential:
+    if args.breakdown:
+        bench_breakdown([int(v) for v in args.breakdown.split(",")], args.repeats)
+    if args.population or args.vs_sequential or args.breakdown:
         return
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")
