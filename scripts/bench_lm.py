@@ -435,6 +435,19 @@ def bench_trl(name: str, steps: int) -> dict | None:
     return {"trl_rl_tok_s": num_prompts * group * seq / seconds, "trl_rl_steps_s": 1 / seconds}
 
 
+def _sizes(flag: str, text: str) -> list[int]:
+    """Population sizes from "1,4,8"; a clear error for anything else."""
+    try:
+        sizes = [int(v) for v in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise cli.ConfigError(
+            f"{flag}={text!r} is invalid; allowed: comma-separated integers >= 1, e.g. 1,4,8"
+        )
+    return sizes
+
+
 def main():
     cli.quiet_logs()
     parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
@@ -454,14 +467,16 @@ def main():
     cli.check_int("--trl_steps", args.trl_steps, low=2)
     if args.trl_steps % 2:
         raise cli.ConfigError(f"--trl_steps={args.trl_steps} is odd; allowed: an even integer")
+    population = _sizes("--population", args.population) if args.population else []
+    breakdown = _sizes("--breakdown", args.breakdown) if args.breakdown else []
     peak, peak_note = peak_flops()
     print(f"device: {jax.devices()[0].device_kind} | {machine.describe()} | peak: {peak_note}")
     if args.population:
-        bench_population([int(v) for v in args.population.split(",")], args.population_steps, peak)
+        bench_population(population, args.population_steps, peak)
     if args.vs_sequential:
         bench_vs_sequential(args.vs_sequential, args.sequential_steps)
     if args.breakdown:
-        bench_breakdown([int(v) for v in args.breakdown.split(",")], args.repeats)
+        bench_breakdown(breakdown, args.repeats)
     if args.population or args.vs_sequential or args.breakdown:
         return
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")

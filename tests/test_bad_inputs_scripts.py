@@ -137,6 +137,10 @@ SUBPROCESS_CASES = {
         "error: --agents=3 is not divisible by 2 devices",
     ),
     "bench_lm size": (["scripts/bench_lm.py", "--sizes=1m,huge"], "error: --sizes entry='huge'"),
+    "bench_lm breakdown": (
+        ["scripts/bench_lm.py", "--breakdown=1,x"],
+        "error: --breakdown='1,x' is invalid; allowed: comma-separated integers >= 1",
+    ),
     "launch no command": (["scripts/launch_multiprocess.py"], "give the command to run after --"),
     "launch processes": (
         ["scripts/launch_multiprocess.py", "--num_processes=0", "--", "true"],
