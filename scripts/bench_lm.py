@@ -89,6 +89,19 @@ def _learner(model_cfg: TransformerConfig, prompts: int, group: int, preset: str
     return agent_cfg, data, hp
 
 
+def _default_learner():
+    """The default arithmetic learner of configs/grpo.py (0.8M parameters, 32 prompts x 8)."""
+    task = TASKS["arithmetic"]
+    model_cfg = TransformerConfig(
+        d_model=128,
+        n_layers=4,
+        n_heads=4,
+        d_ff=512,
+        max_len=prompt_length(task) + completion_length(task),
+    )
+    return _learner(model_cfg, prompts=32, group=8)
+
+
 def _step_flops(agent_cfg: grpo.Config, n_params: int, learners: int) -> tuple[float, int]:
     """FLOPs of one RL step and its tokens: sampling, old + reference log-probs (2 forward
     passes), and num_epochs passes of forward + backward (3 forward each)."""
@@ -150,15 +163,7 @@ def bench_size(name: str, repeats: int, peak: float) -> dict:
 
 def bench_population(sizes: list[int], steps: int, peak: float) -> None:
     """The default arithmetic learner (configs/grpo.py) as populations of `sizes` learners."""
-    task = TASKS["arithmetic"]
-    model_cfg = TransformerConfig(
-        d_model=128,
-        n_layers=4,
-        n_heads=4,
-        d_ff=512,
-        max_len=prompt_length(task) + completion_length(task),
-    )
-    agent_cfg, data, hp = _learner(model_cfg, prompts=32, group=8)
+    agent_cfg, data, hp = _default_learner()
     n = num_params(data.base_params)
     print(f"population of default learners ({n:,} params, 32 prompts x 8 samples, GRPO)")
     print("| learners | compile s | s / step | s / step / learner | tokens/s | MFU |")
@@ -191,15 +196,7 @@ def bench_breakdown(sizes: list[int], repeats: int) -> None:
     populations of `sizes` learners: KV-cache sampling of the 32 x 8 completions, one log-prob
     pass over them (the step does two: old and reference), one micro-batch's loss and gradient
     (the step does epochs x minibatches of them), and the whole step."""
-    task = TASKS["arithmetic"]
-    model_cfg = TransformerConfig(
-        d_model=128,
-        n_layers=4,
-        n_heads=4,
-        d_ff=512,
-        max_len=prompt_length(task) + completion_length(task),
-    )
-    cfg, data, hp = _learner(model_cfg, prompts=32, group=8)
+    cfg, data, hp = _default_learner()
     rows = jax.numpy.repeat(jax.numpy.arange(cfg.prompts_per_step), cfg.group_size)
     prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
     micro = rows.shape[0] // cfg.max_minibatches
