@@ -40,15 +40,14 @@ import _lm_repro as repro  # noqa: E402
 import passk_divergence  # noqa: E402  (the split and its base)
 
 GRPO = "GRPO (no KL)"
+# Every arm names the same fields (one population); what they share:
+_SHARED = {"divergence": "none", "kl_coef": 0.0, "aggregation": "token_mean"}
+_ROVER = {**_SHARED, "preset": "rover", "policy_loss": "rover", "advantage": "dr_grpo"}
 ARMS = {
-    GRPO: {"preset": "grpo", "policy_loss": "ppo_clip", "advantage": "grpo",
-           "divergence": "none", "kl_coef": 0.0, "aggregation": "token_mean", "rover_rho": 1.0},
-    "ROVER ρ=1": {"preset": "rover", "policy_loss": "rover", "advantage": "dr_grpo",
-                  "divergence": "none", "kl_coef": 0.0, "aggregation": "token_mean",
-                  "rover_rho": 1.0},
-    "ROVER ρ=0.25": {"preset": "rover", "policy_loss": "rover", "advantage": "dr_grpo",
-                     "divergence": "none", "kl_coef": 0.0, "aggregation": "token_mean",
-                     "rover_rho": 0.25},
+    GRPO: {**_SHARED, "preset": "grpo", "policy_loss": "ppo_clip", "advantage": "grpo",
+           "rover_rho": 1.0},
+    "ROVER ρ=1": {**_ROVER, "rover_rho": 1.0},
+    "ROVER ρ=0.25": {**_ROVER, "rover_rho": 0.25},
 }  # fmt: skip
 
 

@@ -90,8 +90,7 @@ def main(argv=None):
     pop_states, _, _ = lm_experiment.run(pop_cfg)
     pop_rows = MetricsWriter(pop_cfg.workdir).read()
     pop_params = jax.device_get(pop_states.params)
-    base = base_params(pop_cfg)
-    pop_shapes = population_config(pop_cfg)
+    pop_shapes, base = population_config_and_base(pop_cfg)
     table = {}
     for index, name in enumerate(names):
         cfg = _config(args.workdir, name, args.steps, preset=name)
@@ -101,14 +100,14 @@ def main(argv=None):
         nudged_states, nudged_rows = train_alone(nudged_cfg, nudge=True)
         split_cfg = _config(args.workdir, f"{name}_split", args.steps, preset=name)
         split_states, split_rows = train_alone(split_cfg, split=True)
-        split = [np.asarray(a)[0] for a in jax.tree.leaves(jax.device_get(split_states.params))]
+        split = solo_params(split_states)
         shaped_cfg = _config(args.workdir, f"{name}_shapes", args.steps, preset=name)
         shaped_states, shaped_rows = train_alone(shaped_cfg, shapes=pop_shapes)
-        shaped = [np.asarray(a)[0] for a in jax.tree.leaves(jax.device_get(shaped_states.params))]
-        single = [np.asarray(a)[0] for a in jax.tree.leaves(jax.device_get(states.params))]
+        shaped = solo_params(shaped_states)
+        single = solo_params(states)
         member_rows = [r for r in pop_rows if r["grid"] == index]
         member = [np.asarray(x)[index] for x in jax.tree.leaves(pop_params)]
-        nudged = [np.asarray(a)[0] for a in jax.tree.leaves(jax.device_get(nudged_states.params))]
+        nudged = solo_params(nudged_states)
         r = {
             "max_rel_metric_diff": metric_diff(rows, member_rows),
             "max_abs_param_diff": param_diff(single, member),
@@ -251,15 +250,16 @@ def train_alone(cfg, *, nudge: bool = False, shapes=None, split: bool = False):
     return states, MetricsWriter(cfg.workdir).read()
 
 
-def population_config(cfg):
-    """The population's static config (built from the cached base: nothing is trained)."""
-    return lm_experiment.build(cfg, lm_experiment.validate(cfg))[0]
-
-
-def base_params(cfg) -> list:
-    """The SFT base's parameter leaves (cached by the runs above), to show the learners moved."""
+def population_config_and_base(cfg):
+    """The population's static config and the SFT base's parameter leaves (the base cached by
+    the population run: nothing is trained), to impose the shapes and show the learners moved."""
     agent_cfg, data, *_ = lm_experiment.build(cfg, lm_experiment.validate(cfg))
-    return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(data.base_params))]
+    return agent_cfg, [np.asarray(x) for x in jax.tree.leaves(jax.device_get(data.base_params))]
+
+
+def solo_params(states) -> list:
+    """The parameter leaves of a one-learner run's only learner."""
+    return [np.asarray(a)[0] for a in jax.tree.leaves(jax.device_get(states.params))]
 
 
 if __name__ == "__main__":
