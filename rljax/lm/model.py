@@ -39,16 +39,21 @@ class TransformerConfig:
 
 
 class KVCache(NamedTuple):
-    """Keys and values of every layer: `[n_layers, B, S, H, D]` each, S = cache length."""
+    """Keys and values, one `[B, H, S, D]` array per layer (S = cache length).
 
-    k: jax.Array
-    v: jax.Array
+    One array per layer, not one stacked `[n_layers, ...]` array: a decoding step then updates
+    each layer's slot in place instead of copying the whole cache into a new stack. Heads come
+    before slots, the layout the attention products read, so no step transposes the cache."""
+
+    k: tuple[jax.Array, ...]
+    v: tuple[jax.Array, ...]
 
 
 def init_cache(cfg: TransformerConfig, batch: int, length: int) -> KVCache:
     """An all-zero cache of `length` slots (validity is tracked by the caller's attention mask)."""
-    shape = (cfg.n_layers, batch, length, cfg.n_heads, cfg.d_model // cfg.n_heads)
-    return KVCache(jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32))
+    shape = (batch, cfg.n_heads, length, cfg.d_model // cfg.n_heads)
+    zeros = tuple(jnp.zeros(shape, jnp.float32) for _ in range(cfg.n_layers))
+    return KVCache(zeros, zeros)
 
 
 def rope(x: jax.Array, positions: jax.Array, base: float) -> jax.Array:
@@ -72,14 +77,19 @@ class _Block(nn.Module):
         qkv = nn.DenseGeneral((3, cfg.n_heads, head_dim), use_bias=False, name="qkv")(h)
         q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # [B, T, H, D]
         q, k = rope(q, positions, cfg.rope_base), rope(k, positions, cfg.rope_base)
-        if layer_cache is not None:
+        if layer_cache is None:  # a whole sequence: keys and values as computed, [B, T, H, D]
+            logits = jnp.einsum("bthd,bshd->bhts", q, k)
+        else:  # decoding: written into the cache's [B, H, S, D] slots, read in that layout
             k_cache, v_cache = layer_cache
-            k = jax.lax.dynamic_update_slice_in_dim(k_cache, k, cache_index, axis=1)
-            v = jax.lax.dynamic_update_slice_in_dim(v_cache, v, cache_index, axis=1)
-        logits = jnp.einsum("bthd,bshd->bhts", q, k) / jnp.sqrt(head_dim).astype(q.dtype)
+            k, v = jnp.swapaxes(k, 1, 2), jnp.swapaxes(v, 1, 2)
+            k = jax.lax.dynamic_update_slice_in_dim(k_cache, k, cache_index, axis=2)
+            v = jax.lax.dynamic_update_slice_in_dim(v_cache, v, cache_index, axis=2)
+            logits = jnp.einsum("bthd,bhsd->bhts", q, k)
+        logits = logits / jnp.sqrt(head_dim).astype(q.dtype)
         logits = jnp.where(attn_mask[:, None], logits, jnp.finfo(logits.dtype).min)
         weights = jax.nn.softmax(logits, axis=-1)
-        out = jnp.einsum("bhts,bshd->bthd", weights, v)
+        mix = "bhts,bshd->bthd" if layer_cache is None else "bhts,bhsd->bthd"
+        out = jnp.einsum(mix, weights, v)
         x = x + nn.DenseGeneral(cfg.d_model, axis=(-2, -1), use_bias=False, name="out")(out)
         h = nn.RMSNorm(name="mlp_norm")(x)
         h = nn.Dense(cfg.d_ff, name="mlp_in")(h)
@@ -106,7 +116,7 @@ class Transformer(nn.Module):
             new_v.append(v)
         x = nn.RMSNorm(name="final_norm")(x)
         logits = nn.Dense(cfg.vocab_size, use_bias=False, name="head")(x)
-        new_cache = None if cache is None else KVCache(jnp.stack(new_k), jnp.stack(new_v))
+        new_cache = None if cache is None else KVCache(tuple(new_k), tuple(new_v))
         return logits.astype(jnp.float32), new_cache
 
 
