@@ -284,8 +284,12 @@ def bench_vs_sequential(learners: int, steps: int) -> None:
         sequential = sum(
             timed_run([f"--workdir={out}/single{s}", f"--config.seed={s}"]) for s in range(learners)
         )
-        # The population on one CPU device per core (`--cpu_devices`), its layout on this CPU.
-        devices = 2 if learners % 2 == 0 else 1
+        # The population on two CPU devices per core (`--cpu_devices`), the fastest LM layout
+        # measured on the 2-core CPU (docs/lm.md): a device's learners are vmapped, and their
+        # weight-gradient products leave XLA:CPU's fast path once batched, so fewer learners per
+        # device pay less (8 learners: 1.01 s per learner-step on 2 devices, 0.93 s on 4).
+        cores = xla_flags.available_cores()
+        devices = max(d for d in range(1, min(2 * cores, learners) + 1) if learners % d == 0)
         population = timed_run(
             [f"--workdir={out}/pop", f"--config.num_seeds={learners}", f"--cpu_devices={devices}"]
         )

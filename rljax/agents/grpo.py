@@ -335,6 +335,7 @@ def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.N
         batch["prompt_mask"],
         batch["tokens"],
         batch["completion_mask"],
+        config.group_size,  # micro-batches are whole groups: each prompt runs once
     )
     choice = _choice(hp)
     mb = objective.MicroBatch(
@@ -363,6 +364,7 @@ def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.N
             batch["ref_prompt_mask"],
             batch["ref_tokens"],
             batch["ref_completion_mask"],
+            config.reference_samples,
         )
         divergence = objective.sample_divergence(
             choice, jnp.sum(ref_logp_theta, axis=1), batch["ref_seq_logp"], norms
@@ -383,8 +385,8 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     )
     ro = _rollout(config, data, state, k_prompts, k_sample)
     seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
-    old_logp, _, old_mean_log_probs = completion_token_stats(state.params, config.model, *seqs)
-    ref_logp, _ = completion_log_probs(data.base_params, config.model, *seqs)
+    old_logp, _, old_mean_log_probs = completion_token_stats(state.params, config.model, *seqs, G)
+    ref_logp, _ = completion_log_probs(data.base_params, config.model, *seqs, G)
     penalty = objective.kl_reward_penalty(choice, old_logp, ref_logp, ro.mask)
     group_mask = jnp.broadcast_to(ro.group_valid[:, None], (B, G))
     shaped = ro.rewards - penalty.reshape(B, G)
@@ -410,7 +412,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         ref_prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
         ref_out = act(config, data.base_params, *ref_prompt, k_ref)
         base_logp, _ = completion_log_probs(
-            data.base_params, config.model, *ref_prompt, ref_out.tokens, ref_out.mask
+            data.base_params, config.model, *ref_prompt, ref_out.tokens, ref_out.mask, R
         )
         ref_batch = {
             "ref_prompt_tokens": ref_prompt[0],

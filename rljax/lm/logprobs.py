@@ -3,6 +3,11 @@
 Shapes follow tokenizer's layout: prompts `[B, P]` left-padded, completions `[B, A]` right-padded.
 The whole `[B, P + A]` sequence runs in one pass; the logits at slot P - 1 + a predict completion
 token a. Entries where `completion_mask == 0` are exactly 0, so padding never reaches a loss.
+
+RLVR scores G completions of each prompt: with `group_size=G` (rows in consecutive groups of G
+that share their prompt) the prompt runs once per group and its keys and values serve all G
+rows, through the KV-cache path of the model. Same values up to float rounding, and the prompt's
+share of the pass (a third of the default arithmetic learner's tokens) costs 1/G of it.
 """
 
 from __future__ import annotations
@@ -11,7 +16,13 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from rljax.lm.model import TransformerConfig, causal_mask, forward, positions_from_mask
+from rljax.lm.model import (
+    TransformerConfig,
+    causal_mask,
+    forward,
+    init_cache,
+    positions_from_mask,
+)
 
 
 def completion_log_probs(
@@ -21,6 +32,7 @@ def completion_log_probs(
     prompt_mask: jax.Array,
     completion_tokens: jax.Array,
     completion_mask: jax.Array,
+    group_size: int = 1,
 ) -> tuple[jax.Array, jax.Array]:
     """log π(o_a | q, o_<a) and the policy entropy H_a at every completion position.
 
@@ -29,12 +41,14 @@ def completion_log_probs(
       cfg: its config.
       prompt_tokens, prompt_mask: `[B, P]`.
       completion_tokens, completion_mask: `[B, A]`.
+      group_size: rows come in consecutive groups of this many that share one prompt (static;
+        1: no sharing).
 
     Returns:
       (logp `[B, A]`, entropy `[B, A]`), both zero where `completion_mask == 0`.
     """
     logp, entropy, _ = completion_token_stats(
-        params, cfg, prompt_tokens, prompt_mask, completion_tokens, completion_mask
+        params, cfg, prompt_tokens, prompt_mask, completion_tokens, completion_mask, group_size
     )
     return logp, entropy
 
@@ -46,6 +60,7 @@ def completion_token_stats(
     prompt_mask: jax.Array,
     completion_tokens: jax.Array,
     completion_mask: jax.Array,
+    group_size: int = 1,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """`completion_log_probs` plus the vocabulary mean of log π(·|q, o_<a) (ROVER's V).
 
@@ -58,8 +73,12 @@ def completion_token_stats(
     prompt_len = prompt_tokens.shape[1]
     tokens = jnp.concatenate([prompt_tokens, completion_tokens], axis=1)
     mask = jnp.concatenate([prompt_mask, completion_mask], axis=1)
-    logits, _ = forward(params, cfg, tokens, positions_from_mask(mask), causal_mask(mask))
-    logits = logits[:, prompt_len - 1 : -1]  # [B, A, V], predicting completion tokens
+    positions, attention = positions_from_mask(mask), causal_mask(mask)
+    if group_size == 1:
+        logits, _ = forward(params, cfg, tokens, positions, attention)
+        logits = logits[:, prompt_len - 1 : -1]  # [B, A, V], predicting completion tokens
+    else:
+        logits = _grouped_logits(params, cfg, tokens, positions, attention, prompt_len, group_size)
     log_probs = jax.nn.log_softmax(logits, axis=-1)
     logp = jnp.take_along_axis(log_probs, completion_tokens[..., None], axis=-1)[..., 0]
     entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)
@@ -70,3 +89,41 @@ def completion_token_stats(
         jnp.where(real, entropy, 0.0),
         jnp.where(real, mean_log_probs, 0.0),
     )
+
+
+def _grouped_logits(params, cfg, tokens, positions, attention, prompt_len: int, group: int):
+    """The logits predicting the completion tokens (`[B, A, V]`), each prompt run once per group.
+
+    The prompt of every group runs as a prefill of a KV cache; the cache is repeated for the
+    group's rows and their completions (all but the last token: it predicts nothing) run on it.
+    Positions and attention masks are those of the whole-sequence pass, so the values agree
+    with it up to float rounding (tests/lm); gradients reach the shared prompt from every row.
+    """
+    rows, length = tokens.shape
+    if group < 1 or rows % group:
+        raise ValueError(f"group_size={group} must be >= 1 and divide the {rows} rows")
+    slots = length - 1  # the cache holds every input token: all but the last completion token
+    prefix = slice(None, None, group)  # the first row of every group
+    prompt_logits, cache = forward(
+        params,
+        cfg,
+        tokens[prefix, :prompt_len],
+        positions[prefix, :prompt_len],
+        attention[prefix, :prompt_len, :slots],
+        init_cache(cfg, rows // group, slots),
+        0,
+    )
+    first = jnp.repeat(prompt_logits[:, -1:], group, axis=0)  # predicts completion token 0
+    if slots == prompt_len:  # one-token completions
+        return first
+    cache = jax.tree.map(lambda c: jnp.repeat(c, group, axis=0), cache)
+    rest, _ = forward(
+        params,
+        cfg,
+        tokens[:, prompt_len:slots],
+        positions[:, prompt_len:slots],
+        attention[:, prompt_len:slots, :slots],
+        cache,
+        prompt_len,
+    )
+    return jnp.concatenate([first, rest], axis=1)

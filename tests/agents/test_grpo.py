@@ -43,10 +43,14 @@ REF_SAMPLE_KEYS = (
 
 
 def _batch(seed=0):
+    """A micro-batch as rollouts make them: rows in groups of G (R reference samples) that share
+    their prompt, some prompts left-padded."""
     rng = np.random.default_rng(seed)
     n = B * G
-    prompt_mask = np.ones((n, P), np.int32)
-    prompt_mask[::3, :2] = 0
+    group_mask = np.ones((B, P), np.int32)
+    group_mask[::3, :2] = 0
+    group_prompts = rng.integers(3, 60, size=(B, P)).astype(np.int32) * group_mask
+    prompt_mask = np.repeat(group_mask, G, axis=0)
     lengths = rng.integers(1, A + 1, size=n)
     completion_mask = (np.arange(A)[None] < lengths[:, None]).astype(np.int32)
     completion_mask[-G:] = 0  # a dropped group (dynamic sampling filler)
@@ -55,7 +59,7 @@ def _batch(seed=0):
     rate = np.repeat(correct.reshape(B, G).mean(1), G)
     ref_n = B * R
     return {
-        "prompt_tokens": rng.integers(3, 60, size=(n, P)).astype(np.int32) * prompt_mask,
+        "prompt_tokens": np.repeat(group_prompts, G, axis=0),
         "prompt_mask": prompt_mask,
         "tokens": rng.integers(3, 60, size=(n, A)).astype(np.int32) * completion_mask,
         "completion_mask": completion_mask,
@@ -67,8 +71,8 @@ def _batch(seed=0):
         "adv": rng.normal(size=n).astype(np.float32),
         "correct": correct,
         "correct_rate": rate.astype(np.float32),
-        "ref_prompt_tokens": rng.integers(3, 60, size=(ref_n, P)).astype(np.int32),
-        "ref_prompt_mask": np.ones((ref_n, P), np.int32),
+        "ref_prompt_tokens": np.repeat(group_prompts, R, axis=0),
+        "ref_prompt_mask": np.repeat(group_mask, R, axis=0),
         "ref_tokens": rng.integers(3, 60, size=(ref_n, A)).astype(np.int32),
         "ref_completion_mask": np.ones((ref_n, A), np.int32),
         "ref_seq_logp": -rng.uniform(5, 15, size=ref_n).astype(np.float32),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rljax.lm import tokenizer
-from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.logprobs import completion_log_probs, completion_token_stats
 from rljax.lm.model import (
     TransformerConfig,
     causal_mask,
@@ -86,6 +86,50 @@ def test_log_prob_masks_exclude_padding(params):
         c = comp_tokens[row][comp_mask[row] == 1][None]
         alone, _ = completion_log_probs(params, CFG, p, np.ones_like(p), c, np.ones_like(c))
         np.testing.assert_allclose(alone[0], logp[row][comp_mask[row] == 1], atol=1e-5)
+
+
+def _groups(num_prompts: int, group: int, answer_len: int, seed: int = 0):
+    """Left-padded prompts, each repeated for a group of rows, and random padded completions."""
+    texts = ["1+2=", "3*4-5=", "9=", "7-7+7-7=", "2*2=", "8-1="][:num_prompts]
+    prompt_tokens, prompt_mask = tokenizer.encode_prompts(texts, 10)
+    rng = np.random.default_rng(seed)
+    rows = num_prompts * group
+    lengths = rng.integers(1, answer_len + 1, rows)
+    comp_mask = (np.arange(answer_len)[None] < lengths[:, None]).astype(np.int32)
+    comp_tokens = rng.integers(3, tokenizer.VOCAB_SIZE, (rows, answer_len)) * comp_mask
+    return (
+        np.repeat(prompt_tokens, group, axis=0),
+        np.repeat(prompt_mask, group, axis=0),
+        comp_tokens.astype(np.int32),
+        comp_mask,
+    )
+
+
+@pytest.mark.parametrize("group,answer_len", [(4, 6), (3, 1), (2, 9)])
+def test_shared_prompt_pass_equals_the_whole_sequence_pass(params, group, answer_len):
+    """group_size runs each prompt once for its group (KV-cache path): the same log-probs,
+    entropies, vocabulary means and gradients as the whole-sequence pass, up to rounding."""
+    batch = _groups(4, group, answer_len)
+    plain = completion_token_stats(params, CFG, *batch)
+    shared = completion_token_stats(params, CFG, *batch, group_size=group)
+    for a, b in zip(plain, shared, strict=True):
+        np.testing.assert_allclose(a, b, atol=2e-5)
+    weights = jnp.linspace(-1.0, 1.0, answer_len)
+
+    def loss(p, g):
+        logp, entropy, mean = completion_token_stats(p, CFG, *batch, group_size=g)
+        return jnp.sum(logp * weights) + jnp.sum(entropy) + jnp.sum(mean)
+
+    grads = [jax.grad(loss)(params, g) for g in (1, group)]
+    scale = max(float(jnp.abs(x).max()) for x in jax.tree.leaves(grads[0]))
+    for a, b in zip(*map(jax.tree.leaves, grads), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5 * scale)
+
+
+def test_shared_prompt_pass_needs_whole_groups(params):
+    batch = _groups(3, 2, 4)  # 6 rows
+    with pytest.raises(ValueError, match="group_size=4 must be >= 1 and divide the 6 rows"):
+        completion_log_probs(params, CFG, *batch, group_size=4)
 
 
 def test_greedy_tokens_are_the_argmax_of_the_full_pass(params):
