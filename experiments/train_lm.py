@@ -11,7 +11,8 @@ jitted program. Writes into --workdir (default runs/lm_<task>_<preset>): metrics
 summary.json, config.json, checkpoints/, results.md/.json (base vs every grid point with 95%
 intervals over seeds) and pass_at_k.png. An earlier run in --workdir is moved aside unless
 resume=True; a resume whose config differs in more than the budget/logging fields is refused.
-`--cpu_devices=N` shards the learners over N CPU devices (a divisor of the population).
+`--cpu_devices=N` shards the learners over N CPU devices (a divisor of the population); LM
+populations run fastest with about two devices per core (8 learners on 2 cores: 4, docs/lm.md).
 Bad input is one line (`error: ...`, exit 2; `--debug` for a traceback); exit codes: 0 done,
 1 failed (NaN loss), 128 + signal when stopped by SIGINT/SIGTERM (after a checkpoint).
 """
