@@ -204,8 +204,10 @@ def bench_breakdown(sizes: list[int], repeats: int) -> None:
     def sample_part(state, key):
         return grpo.act(cfg, state.params, *prompt, key)
 
-    def logprob_part(state, out):
-        return completion_log_probs(state.params, cfg.model, *prompt, out.tokens, out.mask)
+    def logprob_part(state, out):  # as the step runs it: each prompt once per group
+        return completion_log_probs(
+            state.params, cfg.model, *prompt, out.tokens, out.mask, cfg.group_size
+        )
 
     def grad_part(state, out):
         a = out.tokens.shape[1]
@@ -288,8 +290,7 @@ def bench_vs_sequential(learners: int, steps: int) -> None:
         # measured on the 2-core CPU (docs/lm.md): a device's learners are vmapped, and their
         # weight-gradient products leave XLA:CPU's fast path once batched, so fewer learners per
         # device pay less (8 learners: 1.01 s per learner-step on 2 devices, 0.93 s on 4).
-        cores = xla_flags.available_cores()
-        devices = max(d for d in range(1, min(2 * cores, learners) + 1) if learners % d == 0)
+        devices, _ = xla_flags.cpu_layout(learners, cores=2 * xla_flags.available_cores())
         population = timed_run(
             [f"--workdir={out}/pop", f"--config.num_seeds={learners}", f"--cpu_devices={devices}"]
         )
