@@ -85,6 +85,8 @@ def validate_run(run: RunConfig, agent: types.ModuleType, agent_config) -> list[
     if not isinstance(run.chunk_updates, int) or run.chunk_updates < 0:
         raise ValueError(f"chunk_updates={run.chunk_updates!r} is invalid; allowed: >= 0")
     agent.validate(agent_config)
+    if hasattr(agent, "validate_env"):  # learners tied to one kind of action space (sac, td3, mpo)
+        agent.validate_env(agent_config, envs.make(run.env_name))
     points = sweep.grid(dict(run.hparams), dict(run.sweep))
     for point in points:
         for name, value in point.items():
