@@ -156,7 +156,7 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
         target_params={"actor": params["actor"], "critic": params["critic"]},
         opt_state={k: offpolicy.ADAM.init(v) for k, v in params.items()},
         buffer=offpolicy.init_buffer(env, config.num_envs, config.buffer_size),
-        env=rollout_lib.rollout_init(env, env_key, config.num_envs),
+        env=offpolicy.init_envs(env, env_key, config.num_envs),
         key=agent_key,
         step=jnp.zeros((), jnp.int32),
         hparams=hparams,

@@ -85,6 +85,13 @@ def init_buffer(env: gymnax_env.Env, num_envs: int, buffer_size: int) -> replay.
     return replay.init(example_row(env, num_envs), buffer_size // num_envs)
 
 
+def init_envs(env: gymnax_env.Env, key: jax.Array, num_envs: int) -> rollout_lib.RolloutState:
+    """Reset environments with every leaf strongly typed (gymnax's Pendulum starts ``last_u`` as
+    a weakly typed 0.0, which the first step changes; jitted chunks would trace twice)."""
+    state = rollout_lib.rollout_init(env, key, num_envs)
+    return jax.tree.map(lambda x: jnp.array(x, dtype=x.dtype), state)
+
+
 def random_action(env: gymnax_env.Env, key: jax.Array, num_envs: int) -> jax.Array:
     """Uniform actions: ``[B]`` int32 (discrete) or ``[B, D]`` in ``[-1, 1]`` (normalized)."""
     if env.discrete:
