@@ -177,3 +177,47 @@ def test_resume_through_the_trainer_is_exact(tmp_path):
     assert summary.updates_done == 8
     chex.assert_trees_all_equal(resumed.params, full.params)
     chex.assert_trees_all_equal(resumed.buffer, full.buffer)
+
+
+@pytest.fixture(scope="module")
+def train(load_entry):
+    return load_entry("experiments/train.py")
+
+
+SHIPPED = [
+    "sac.py:Pendulum-v1", "sac.py:MountainCarContinuous-v0", "sac.py:CartPole-v1",
+    "sac.py:Acrobot-v1", "td3.py:Pendulum-v1", "td3.py:ddpg-Pendulum-v1",
+    "td3.py:MountainCarContinuous-v0", "mpo.py:Pendulum-v1", "mpo.py:MountainCarContinuous-v0",
+    "mpo.py:CartPole-v1", "mpo.py:Acrobot-v1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", SHIPPED)
+def test_every_shipped_config_parses_and_validates(train, config, tmp_path):
+    module, agent_config, run = train.parse(
+        ["train.py", f"--config=configs/{config}", f"--workdir={tmp_path}"]
+    )
+    assert module in (sac, td3, mpo) and run.total_timesteps <= 100_000
+    if config.startswith("td3.py:ddpg"):
+        assert agent_config.num_critics == 1 and agent_config.policy_delay == 1
+        assert dict(run.hparams)["target_noise"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--config=configs/sac.py:CartPole-v1", "--config.sac.discrete=False"],
+         "sac.discrete=False does not match CartPole-v1's discrete actions"),
+        (["--config=configs/td3.py:Pendulum-v1", "--config.hparams.tau=0"],
+         "hparams.tau=0.0 is invalid; allowed: in (0, 1]"),
+        (["--config=configs/mpo.py:Pendulum-v1", "--config.mpo.batch_size=512",
+          "--config.mpo.buffer_size=256"], "mpo.buffer_size=256 is smaller than a batch"),
+        (["--config=configs/td3.py:CartPole-v1"], "configs/td3.py:CartPole-v1 is unknown"),
+    ],
+)  # fmt: skip
+def test_bad_command_lines_are_one_line_errors(train, argv, match, tmp_path):
+    from rljax import cli
+
+    with pytest.raises((cli.ConfigError, ValueError)) as info:
+        train.parse(["train.py", *argv, f"--workdir={tmp_path}"])
+    assert match in str(info.value) and "\n" not in str(info.value)
