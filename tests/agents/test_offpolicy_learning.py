@@ -37,7 +37,7 @@ def _final_return(module, config, hparams, seed: int, env_steps: int) -> float:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_sac_learns_pendulum():
-    """16k env steps, seed 0: THRESHOLD_SAC."""
+    """16k env steps, seed 0: measured -176.4 (186 s under load), threshold -500: margin 324."""
     hp = sac.Hparams(3e-4, 1e-3, 3e-4, 0.99, 0.005, 1.0, -1.0)
     assert _final_return(sac, sac.Config(**NET), hp, seed=0, env_steps=16_000) > -500
 
@@ -45,14 +45,15 @@ def test_sac_learns_pendulum():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_td3_learns_pendulum():
-    """16k env steps, seed 0: THRESHOLD_TD3."""
+    """24k env steps, seed 0: measured -183.5 (115 s under load), threshold -500: margin 317
+    (at 16k steps it was still -477: the delayed actor starts later)."""
     hp = td3.Hparams(1e-3, 1e-3, 0.99, 0.005, 0.1, 0.2, 0.5)
-    assert _final_return(td3, td3.Config(**NET), hp, seed=0, env_steps=16_000) > -500
+    assert _final_return(td3, td3.Config(**NET), hp, seed=0, env_steps=24_000) > -500
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_mpo_learns_pendulum():
-    """24k env steps, seed 0: THRESHOLD_MPO."""
+    """24k env steps, seed 0: measured -193.8 (160 s under load), threshold -500: margin 306."""
     hp = mpo.Hparams(3e-4, 1e-3, 1e-2, 0.99, 0.005, 0.1, 0.01, 1e-3, 1.0, 1.0, 0.3)
     assert _final_return(mpo, mpo.Config(**NET), hp, seed=0, env_steps=24_000) > -500
