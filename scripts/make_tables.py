@@ -11,7 +11,8 @@ from that file, a figure with numbers is the card's own copy of what the script 
 
 The tables live between marker comments, ``<!-- BEGIN <name> -->`` ... ``<!-- END <name> -->``:
 ``results`` in README.md (one row per benchmark and study), ``summary`` in docs/reproductions.md
-and docs/benchmarks.md, and ``card:<study>`` (one section per study) in docs/reproductions.md.
+and docs/benchmarks.md, ``card:<study>`` (one section per study) in docs/reproductions.md, and
+``dp_cvar`` in docs/dp.md (from ``results/dp_cvar/results.json``: experiments/dp_cvar.py's rows).
 ``tests/test_tables.py`` fails when a committed table differs from what this script generates.
 """
 
@@ -165,9 +166,26 @@ def card_section(card: dict) -> str:
     return "\n".join(lines)
 
 
-def tables(cards: dict) -> dict[str, dict[str, str]]:
+def dp_cvar_table(rows: list[dict]) -> str:
+    """docs/dp.md's CVaR table from experiments/dp_cvar.py's results.json (a list of rows)."""
+    lines = [
+        "| env | α | method | CVaR_α (exact) | CVaR_α (MC) | mean (exact) |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['env']} | {r['alpha']:g} | {r['method']} | {r['cvar']:.3f} | "
+            f"{r['cvar_mc']:.3f} | {r['mean']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]:
     """file (relative to the repository) -> marker name -> generated text."""
+    with open(os.path.join(results_dir, "dp_cvar", "results.json")) as f:
+        dp_rows = json.load(f)
     out = {
+        "docs/dp.md": {"dp_cvar": dp_cvar_table(dp_rows)},
         "README.md": {"results": readme_table(cards)},
         "docs/reproductions.md": {"summary": summary_table(cards, "reproduction")},
         "docs/benchmarks.md": {
@@ -201,7 +219,7 @@ def apply(text: str, blocks: dict[str, str], where: str) -> str:
 def differences(root: str = ROOT, results_dir: str = RESULTS) -> list[str]:
     """The files whose committed tables differ from what the results files generate."""
     stale = []
-    for rel, blocks in tables(load_cards(results_dir)).items():
+    for rel, blocks in tables(load_cards(results_dir), results_dir).items():
         with open(os.path.join(root, rel)) as f:
             text = f.read()
         if apply(text, blocks, rel) != text:

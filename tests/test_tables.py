@@ -73,7 +73,7 @@ def test_a_figure_read_from_results_json_follows_the_file(tmp_path):
     study = next(
         s
         for s in sorted(os.listdir(copy))
-        if (copy / s / "results.json").is_file()
+        if (copy / s / "card.json").is_file()
         and any(
             "path" in f
             for ss in json.loads((copy / s / "card.json").read_text())["seed_sets"]
@@ -93,6 +93,16 @@ def test_a_figure_read_from_results_json_follows_the_file(tmp_path):
         node[fig["path"][-1]] = leaf + 1.0
     (copy / study / "results.json").write_text(json.dumps(raw))
     assert mt.differences(results_dir=str(copy)) != []
+
+
+def test_the_dp_table_follows_its_results_file(tmp_path):
+    mt = _make_tables()
+    copy = tmp_path / "results"
+    shutil.copytree(os.path.join(ROOT, "results"), copy)
+    rows = json.loads((copy / "dp_cvar" / "results.json").read_text())
+    rows[1]["cvar"] += 0.01  # the gamble chain's stock-augmented CVaR at α = 0.05
+    (copy / "dp_cvar" / "results.json").write_text(json.dumps(rows))
+    assert mt.differences(results_dir=str(copy)) == ["docs/dp.md"]
 
 
 def test_a_path_missing_from_results_json_is_named(tmp_path):
