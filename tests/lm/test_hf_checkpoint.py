@@ -70,7 +70,9 @@ def test_import_then_export_is_bit_identical(family, tmp_path):
     assert hf_config.read(str(tmp_path)) == cfg
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(
+    "family", ["qwen2", *(pytest.param(f, marks=pytest.mark.slow) for f in ("llama", "qwen3"))]
+)
 def test_export_then_import_is_bit_identical_with_shards(family, tmp_path):
     cfg = hf_config.read(os.path.join(FIXTURES, family))
     params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(3))
@@ -148,3 +150,12 @@ def test_tiny_family_has_no_hf_layout(tmp_path):
     cfg = model.TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64)
     with pytest.raises(ValueError, match="family='tiny' has no Hugging Face layout"):
         checkpoint.save(str(tmp_path), {}, cfg)
+
+
+def test_generation_config_adds_stop_tokens(tmp_path):
+    folder = os.path.join(FIXTURES, "qwen2")
+    shutil.copy(os.path.join(folder, "config.json"), tmp_path)
+    with open(tmp_path / "generation_config.json", "w") as f:
+        json.dump({"eos_token_id": [7, 1]}, f)
+    assert hf_config.read(folder).eos_ids == (1,)
+    assert hf_config.read(str(tmp_path)).eos_ids == (1, 7)

@@ -37,7 +37,7 @@ def train_lm(load_entry):
 )
 def test_model_flags_are_checked_before_anything_runs(train_lm, flag, message, tmp_path):
     with pytest.raises(cli.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        train_lm.parse([LM, flag, f"--workdir={tmp_path}/w"])
+        train_lm.parse(["train_lm.py", LM, flag, f"--workdir={tmp_path}/w"])
 
 
 @pytest.mark.slow

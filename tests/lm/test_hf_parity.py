@@ -16,6 +16,7 @@ import pytest
 
 from rljax.lm import model, sampling
 from rljax.lm.hf import checkpoint
+from rljax.lm.hf import config as hf_config
 from rljax.lm.hf.tokenizer import HFTokenizer
 from rljax.lm.logprobs import completion_log_probs
 
@@ -98,7 +99,7 @@ def test_grouped_log_prob_pass_serves_every_family(family):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 @pytest.mark.skipif(
     importlib.util.find_spec("transformers") is None, reason="needs the hf extra (transformers)"
 )
@@ -113,3 +114,25 @@ def test_live_rebuild(tmp_path):
     for family in FAMILIES:
         check_model(str(tmp_path), family)
     check_tokenizer(str(tmp_path))
+    # An rljax export (fresh parameters, not the ones transformers wrote) loads in transformers
+    # and computes the same logits.
+    import torch
+    import transformers
+
+    for family in FAMILIES:
+        cfg = hf_config.read(os.path.join(FIXTURES, family))
+        params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(7))
+        folder = str(tmp_path / f"export_{family}")
+        checkpoint.save(folder, params, cfg)
+        hf = transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager")
+        ref = np.load(os.path.join(FIXTURES, family, "reference.npz"))
+        tokens, mask = ref["tokens"], ref["mask"]
+        positions = np.asarray(model.positions_from_mask(mask))
+        with torch.no_grad():
+            want = hf.eval()(
+                input_ids=torch.tensor(tokens, dtype=torch.long),
+                attention_mask=torch.tensor(mask, dtype=torch.long),
+                position_ids=torch.tensor(positions, dtype=torch.long),
+            ).logits.numpy()
+        got = _forward(params, cfg, tokens, mask)
+        assert np.abs(got - want)[mask.astype(bool)].max() < LOGITS_ATOL

@@ -61,8 +61,7 @@ def from_hf(hf: dict, *, max_len: int | None = None, dtype: str = "float32") -> 
         if hf.get(flag) and not (flag == "attention_bias" and family == "qwen2"):
             raise ValueError(f"config.json {flag}={hf[flag]} is not supported for {archs[0]}")
     theta, scaling = _rope(hf)
-    eos = hf.get("eos_token_id")
-    eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
+    eos_ids = tuple(_ids(hf.get("eos_token_id")))
     pad = hf.get("pad_token_id")
     n_heads = int(hf["num_attention_heads"])
     return TransformerConfig(
@@ -131,9 +130,20 @@ def to_hf(cfg: TransformerConfig, *, torch_dtype: str = "float32") -> dict:
 
 
 def read(path: str, **kwargs) -> TransformerConfig:
-    """`from_hf` of `path/config.json`."""
+    """`from_hf` of `path/config.json`, with generation_config.json's stop tokens added."""
     file = os.path.join(path, "config.json")
     if not os.path.exists(file):
         raise ValueError(f"model.path={path!r} has no config.json")
     with open(file) as f:
-        return from_hf(json.load(f), **kwargs)
+        hf = json.load(f)
+    generation = os.path.join(path, "generation_config.json")
+    if os.path.exists(generation):  # chat models list their end-of-turn tokens here
+        with open(generation) as f:
+            extra = json.load(f).get("eos_token_id")
+        hf["eos_token_id"] = list(dict.fromkeys(_ids(hf.get("eos_token_id")) + _ids(extra)))
+    return from_hf(hf, **kwargs)
+
+
+def _ids(value) -> list[int]:
+    """config.json's token id fields: an int, a list of ints or null."""
+    return [int(v) for v in value] if isinstance(value, list) else [] if value is None else [value]

@@ -70,8 +70,8 @@ class HFTokenizer:
     def from_dir(cls, path: str, *, eos_ids: tuple[int, ...] = ()) -> HFTokenizer:
         """Reads `path/tokenizer.json` and `tokenizer_config.json` (special tokens, template).
 
-        `eos_ids` overrides the stop tokens (default: the config's eos_token, then
-        config.json's eos_token_id list if there is one)."""
+        `eos_ids` overrides the stop tokens (default: the config's eos_token, then the
+        eos_token_id entries of config.json and generation_config.json where present)."""
         file = os.path.join(path, "tokenizer.json")
         if not os.path.exists(file):
             raise FileNotFoundError(f"tokenizer path {path!r} has no tokenizer.json")
@@ -88,11 +88,11 @@ class HFTokenizer:
         ids = list(eos_ids)
         if not ids and eos is not None:
             ids.append(tok.token_to_id(eos))
-        model_conf = os.path.join(path, "config.json")
-        if not eos_ids and os.path.exists(model_conf):
-            with open(model_conf) as f:
-                extra = json.load(f).get("eos_token_id")
-            ids += [i for i in (extra if isinstance(extra, list) else [extra]) if i is not None]
+        for model_conf in ("config.json", "generation_config.json"):
+            if not eos_ids and os.path.exists(os.path.join(path, model_conf)):
+                with open(os.path.join(path, model_conf)) as f:
+                    extra = json.load(f).get("eos_token_id")
+                ids += [i for i in (extra if isinstance(extra, list) else [extra]) if i is not None]
         ids = [i for i in dict.fromkeys(ids) if i is not None]
         if not ids:
             raise ValueError(f"tokenizer path {path!r}: no eos_token; pass eos_ids")
