@@ -1,6 +1,7 @@
 """rljax.agents: one module per learner, each a `Learner` (the Protocol below).
 
-Every learner module (`ppo`, `dqn`, `sqirl`, `grpo`, `offline`) defines, at module level:
+Every learner module (`ppo`, `dqn`, `sqirl`, `sac`, `td3`, `mpo`, `grpo`, `offline`) defines,
+at module level:
 
 - `Config`: a frozen dataclass of static settings (shapes, loop lengths, architecture); the
   same for every member of a population, and part of the compiled program.
@@ -11,7 +12,9 @@ Every learner module (`ppo`, `dqn`, `sqirl`, `grpo`, `offline`) defines, at modu
 - `State`: a NamedTuple pytree holding parameters, optimizer state, keys, counters and the
   learner's `Hparams`.
 - `validate(config)`: raises ValueError naming the field, its value and the allowed range,
-  before anything is built or compiled.
+  before anything is built or compiled. Learners tied to one kind of action space (`sac`,
+  `td3`, `mpo`) also define `validate_env(config, env)`, which the trainer calls with the
+  environment before compiling (e.g. SAC's continuous variant on CartPole is refused).
 - `env_steps_per_update(config)`: the samples one update consumes (environment steps,
   completions, dataset rows): the x axis of every curve.
 - `init(config, env, key, hparams) -> State`.

@@ -75,6 +75,8 @@ def validate_run(run: RunConfig, agent: agents.Learner, agent_config) -> list[di
         checks.check_int(name, getattr(run, name), low=1)
     checks.check_int("chunk_updates", run.chunk_updates, low=0)
     agent.validate(agent_config)
+    if hasattr(agent, "validate_env"):  # learners tied to one kind of action space (sac, td3, mpo)
+        agent.validate_env(agent_config, envs.make(run.env_name))
     points = sweep.grid(dict(run.hparams), dict(run.sweep))
     population.check_grid(agent, points)
     per_update = agent.env_steps_per_update(agent_config)
