@@ -212,7 +212,8 @@ class IQN(Head):
     Outputs ``[B, A, 2K]``: ``[..., :K]`` the values ``Z_τ_k(s, a)``, ``[..., K:]`` the fractions
     ``τ_k`` (shared by the actions of a state). Online and target outputs come from independent
     draws (τ and τ'), so the target ``r + γ Z_τ'(s', a*)`` is K samples of the next return;
-    ``a*`` maximizes the mean over τ' (Dabney et al. 2018b use the same draw for the argmax).
+    ``a*`` maximizes the mean over that same τ' draw (Dabney et al. 2018b draw separate
+    fractions for the argmax; one draw fewer here).
     """
 
     name: ClassVar[str] = "iqn"

@@ -107,18 +107,20 @@ def test_offline_iqn_uses_the_iqn_head_and_its_network():
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_learning_regression_cartpole_two_seeds():
-    """Seeded: DQN with the IQN head on CartPole-v1, 2 seeds vmapped, 60k env steps each."""
+    """Seeded: DQN with the IQN head (configs/iqn.py's settings) on CartPole-v1, 2 seeds
+    vmapped, 60k env steps each, then greedy evaluation."""
     env = envs.make("CartPole-v1")
     config = dqn.Config(
-        head=q_heads.make("iqn", num_bins=8), hidden=(64, 64), batch_size=64, n_step=3,
-        learning_starts=1000, target_update_every=500, max_grad_norm=10.0, num_updates=6000,
+        rollout_steps=2, batch_size=64, learning_starts=2000, target_update_every=20, tau=0.02,
+        head=q_heads.make("iqn", num_bins=4, huber_delta=10.0), n_step=3, hidden=(64, 64),
+        max_grad_norm=10.0, num_updates=3000,
     )  # fmt: skip
     hp = dqn.Hparams(lr=5e-4, gamma=0.99, eps_start=1.0, eps_end=0.01, eps_decay_steps=20_000.0,
                      hl_sigma=0.75, reward_noise=0.0)  # fmt: skip
     hps = dqn.Hparams(*(np.full(2, h, np.float32) for h in hp))
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     states = jax.vmap(functools.partial(dqn.init, config, env))(keys, hps)
-    chunk = functools.partial(dqn.train_chunk, config, env, num_updates=6000)
+    chunk = functools.partial(dqn.train_chunk, config, env, num_updates=3000)
     states, _ = jax.jit(jax.vmap(chunk))(states)
     eval_fn = functools.partial(dqn.evaluate_policy, config, env, num_envs=8, num_steps=600)
     stats = jax.jit(jax.vmap(eval_fn))(states.params, keys)
@@ -126,4 +128,4 @@ def test_learning_regression_cartpole_two_seeds():
     assert np.all(returns > MARGIN), returns
 
 
-MARGIN = 100.0  # placeholder until measured
+MARGIN = 60.0  # measured greedy returns [163.6, 128.2] (random policy: ~22), 2026-11-25

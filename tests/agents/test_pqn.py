@@ -105,7 +105,8 @@ def _run(workdir, total, resume=False, num_seeds=2):
     return experiment.run(pqn, RESUMABLE, run)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_resume_reproduces_the_uninterrupted_run_and_members_equal_solo_runs(tmp_path):
     """2 seeds x 2 learning rates: 6 updates straight == 4 updates, then resumed to 6; and
     population member 3 (lr 3e-3, seed 1) == that agent trained alone."""
@@ -144,4 +145,4 @@ def test_learning_regression_cartpole_two_seeds():
     assert np.all(returns > MARGIN), returns
 
 
-MARGIN = 150.0  # placeholder until measured
+MARGIN = 100.0  # measured greedy returns [200.9, 342.6] (random policy: ~22), 2026-11-25
