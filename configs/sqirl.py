@@ -15,10 +15,10 @@ from rljax.train import overrides
 
 ENV_OVERRIDES = {
     # k=1, 150k random-exploration steps, learning rate annealed to 0, 16 gradient steps per
-    # update (session 3, 2-core CPU): the default 4 seeds end at 493.0, min 472 (31 s; see
-    # docs/value_based.md for 36 more). Without annealing and with 8 gradient steps, 32 agents
-    # averaged ~447; gamma 0.97/0.98 do no better; 32 gradient steps, k=2, and 200k or 300k
-    # steps (with the old data kept or evicted) all do worse.
+    # update (2026-11-21, commit b9cda07, 2-core CPU): the default 4 seeds end at 493.0, min 472
+    # (31 s; see docs/value_based.md for 36 more). Without annealing and with 8 gradient steps,
+    # 32 agents averaged ~447; gamma 0.97/0.98 do no better; 32 gradient steps, k=2, and 200k or
+    # 300k steps (with the old data kept or evicted) all do worse.
     "CartPole-v1": {
         "sqirl.k": 1,
         "hparams.gamma": 0.95,

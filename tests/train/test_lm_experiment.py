@@ -42,6 +42,7 @@ def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("lm")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_population_member_equals_single_learner_run(tmp):
     """grpo and rloo alone vs inside a population with dapo and dph_js: the population draws 2x
@@ -94,6 +95,7 @@ def _train(cfg, wrap=None):
     return loop.run(loop_cfg, states, wrap(chunk) if wrap else chunk, data)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_killed_population_resumes_to_identical_metrics(tmp):
     changes = {"sweep.preset": "grpo,dapo", "num_seeds": 2, "run.steps": 6, "run.chunk_steps": 2}
@@ -107,6 +109,7 @@ def test_killed_population_resumes_to_identical_metrics(tmp):
     assert len(rows_full) == 6 * 4 and rows_full == MetricsWriter(str(tmp / "killed")).read()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_nan_in_one_learner_stops_the_run_naming_it(tmp):
     cfg = _config(tmp, "nan", **{"sweep.learning_rate": "1e-4,3e-4", "run.steps": 2,
@@ -155,6 +158,7 @@ def test_default_workdir_names_the_first_swept_preset(tmp):
     assert dataclasses.replace(lm_experiment.from_config(c), num_seeds=3).num_seeds == 3
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_entry_point_trains_a_sharded_population(tmp):
     """experiments/train_lm.py as a user runs it: 2 learners sharded over 2 CPU devices."""
