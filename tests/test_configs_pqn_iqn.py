@@ -18,7 +18,12 @@ SHIPPED = [("pqn", "CartPole-v1"), ("pqn", "Acrobot-v1"), ("iqn", "CartPole-v1")
 # A few updates of the shipped settings (one seed; IQN learns from its 4th update on).
 TINY = {
     "pqn": ["--config.total_timesteps=4096", "--config.chunk_updates=1"],
-    "iqn": ["--config.total_timesteps=200", "--config.dqn.learning_starts=64"],
+    "iqn": [
+        "--config.total_timesteps=200",
+        "--config.dqn.learning_starts=64",
+        "--config.dqn.rollout_steps=2",
+        "--config.dqn.target_update_every=20",
+    ],
 }
 
 
