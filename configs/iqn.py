@@ -3,7 +3,10 @@
     python experiments/train.py --config=configs/iqn.py:CartPole-v1
     python experiments/train.py --config=configs/iqn.py:Acrobot-v1
 
-RESULTS_PLACEHOLDER
+Measured 2026-11-25 (2-core CPU shared with other jobs, load 30-45; 16 seeds each, final return
+IQM [95% CI]): CartPole-v1 448.8 [382.2, 494.1] in 873 s (compile 34 s), below CartPole's 475
+within these 150k steps; Acrobot-v1 -96.4 [-114.3, -93.7] in 1503 s (compile 116 s). Details:
+docs/learners_pqn_iqn.md.
 
 The argument picks the environment (default CartPole-v1). The learner is
 ``rljax.agents.dqn`` with ``q_heads.IQN``: K = ``dqn.num_bins`` fractions τ ~ U(0, 1) per state

@@ -4,7 +4,9 @@
     python experiments/train.py --config=configs/pqn.py:Acrobot-v1
     python experiments/train.py --config=configs/pqn.py:CartPole-v1 --config.sweep.lambda_=0,0.95
 
-RESULTS_PLACEHOLDER
+Measured 2026-11-25 (2-core CPU shared with other jobs, load 30-45; 16 seeds each, final return
+IQM [95% CI]): CartPole-v1 499.1 [447.9, 500.0] in 1171 s (compile 76 s); Acrobot-v1
+-96.1 [-99.6, -91.9] in 858 s (compile 118 s). Details: docs/learners_pqn_iqn.md.
 
 The argument picks the environment (default CartPole-v1). The defaults follow the paper's
 classic-control setup (Gallici et al. 2024; purejaxql's CartPole config: 32 envs x 64 steps,

@@ -47,7 +47,7 @@ def test_shipped_config_trains_a_few_updates(train, name, env_name, tmp_path):
     if name == "iqn":
         assert isinstance(agent_config.head, q_heads.IQN)
     _, summary = experiment.run(module, agent_config, run)
-    assert summary.updates_done == summary.num_updates == {"pqn": 2, "iqn": 10}[name]
+    assert summary.updates_done == {"pqn": 2, "iqn": 10}[name] and not summary.interrupted
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert all(np.isfinite(r["loss/value"]) for r in rows)
 

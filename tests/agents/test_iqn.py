@@ -107,7 +107,7 @@ def test_offline_iqn_uses_the_iqn_head_and_its_network():
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_learning_regression_cartpole_two_seeds():
-    """Seeded: DQN with the IQN head (configs/iqn.py's settings) on CartPole-v1, 2 seeds
+    """Seeded: DQN with the IQN head (configs/iqn.py's Acrobot settings) on CartPole-v1, 2 seeds
     vmapped, 60k env steps each, then greedy evaluation."""
     env = envs.make("CartPole-v1")
     config = dqn.Config(
