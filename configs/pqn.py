@@ -63,6 +63,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.hparams.max_grad_norm = 10.0  # global gradient-norm clip
     c.hparams.reward_scale = 0.1  # rewards are scaled before the returns
 
+    c.mesh = ml_collections.ConfigDict()  # device mesh and sharding (rljax.parallel)
+    c.mesh.shape = ()  # devices per axis, e.g. (4, 2); () = --cpu_devices' ("seeds",) layout
+    c.mesh.axes = ()  # axis names, e.g. ("seeds", "data")
+    c.mesh.rules = "seeds"  # seeds | seeds_and_envs | seeds_envs_and_replay (experiments/train.py)
+
     # Comma-separated values train as a grid together with the seeds, e.g. lr="1e-4,3e-4".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 

@@ -13,7 +13,7 @@ import pytest
 from configs import grpo as grpo_config
 from rljax.io.metrics import MetricsWriter
 from rljax.lm import presets
-from rljax.train import lm_experiment, loop
+from rljax.train import lm_experiment, loop, population
 
 STEPS = 20
 
@@ -84,8 +84,8 @@ class _SignalAfter:
 def _train(cfg, wrap=None):
     points = lm_experiment.validate(cfg)
     agent_cfg, data, hparams, _, _, _ = lm_experiment.build(cfg, points)
-    states, _ = lm_experiment.init_learners(agent_cfg, data, hparams, cfg)
-    chunk = lm_experiment.make_chunk_fn(agent_cfg, cfg.chunk_steps)
+    spec = lm_experiment.spec(cfg, agent_cfg, data, hparams, points)
+    states, chunk = population.init(spec), population.chunk_fn(spec, cfg.chunk_steps)
     loop_cfg = loop.LoopConfig(
         workdir=cfg.workdir, title="t", num_updates=cfg.steps, chunk_updates=cfg.chunk_steps,
         checkpoint_every=1, env_steps_per_update=1, num_seeds=cfg.num_seeds, grid=tuple(points),
@@ -116,7 +116,8 @@ def test_nan_in_one_learner_stops_the_run_naming_it(tmp):
                                  "run.chunk_steps": 2})  # fmt: skip
     points = lm_experiment.validate(cfg)
     agent_cfg, data, hparams, _, _, _ = lm_experiment.build(cfg, points)
-    states, _ = lm_experiment.init_learners(agent_cfg, data, hparams, cfg)
+    spec = lm_experiment.spec(cfg, agent_cfg, data, hparams, points)
+    states = population.init(spec)
     bad = states.hparams._replace(learning_rate=states.hparams.learning_rate.at[1].set(np.nan))
     states = states._replace(hparams=bad)
     loop_cfg = loop.LoopConfig(
@@ -124,7 +125,7 @@ def test_nan_in_one_learner_stops_the_run_naming_it(tmp):
         env_steps_per_update=1, num_seeds=1, grid=tuple(points), resume=False, progress=False,
         score_key="eval/pass@1", count_key=None, rows_per_learner=True,
     )  # fmt: skip
-    chunk = lm_experiment.make_chunk_fn(agent_cfg, 2)
+    chunk = population.chunk_fn(spec, 2)
     with pytest.raises(loop.NonFiniteLossError, match=r"learner 1 \(grid point 1: learning_rate"):
         loop.run(loop_cfg, states, chunk, data)
 
