@@ -92,3 +92,32 @@ def is_finite_number(value) -> bool:
     """True for a finite Python/NumPy scalar (used by config validation)."""
     x = concrete(value)
     return x is not None and x.size == 1 and math.isfinite(float(x))
+
+
+def check_distribution(name: str, probs, *, atol: float = 1e-4) -> None:
+    """Raises ``ValueError`` unless concrete ``probs`` ``[..., N]`` are distributions on the
+    last axis: finite, non-negative, each summing to 1 (within ``atol``).
+
+    Checks Python/NumPy arrays and JAX arrays that are not tracers; tracers pass through (inside
+    ``jit`` or ``vmap`` nothing is synchronized with a device).
+    """
+    if isinstance(probs, jax.core.Tracer):
+        return
+    try:
+        x = np.asarray(probs, dtype=np.float64)
+    except (TypeError, ValueError, jax.errors.ConcretizationTypeError):
+        return
+    if x.ndim == 0:
+        return  # the caller's rank check reports this
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} has a non-finite entry; allowed: finite probabilities >= 0")
+    if np.any(x < 0):
+        raise ValueError(
+            f"{name} has a negative entry ({float(x.min()):g}); allowed: probabilities >= 0"
+        )
+    total = x.sum(-1)
+    worst = float(total.reshape(-1)[np.argmax(np.abs(total - 1.0).reshape(-1))])
+    if abs(worst - 1.0) > atol:
+        raise ValueError(
+            f"{name} sums to {worst:g} on its last axis; allowed: probabilities that sum to 1"
+        )
