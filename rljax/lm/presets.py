@@ -162,6 +162,11 @@ def check(values: dict) -> None:
         v = float(values[field])
         if not v >= 0 or v != v or v == float("inf"):
             raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite >= 0")
+    if not float(values["eps_low"]) <= 1:  # the ratio's lower clip 1 - ε_low must be >= 0
+        raise ValueError(
+            f"rl.eps_low={values['eps_low']!r} is invalid; allowed: in [0, 1] (1 - eps_low is "
+            "the lowest probability ratio kept; 1 means no lower clip)"
+        )
     for field in ("pacs_beta", "rover_rho"):  # scales of a log-ratio: 0 would erase the loss
         if not float(values[field]) > 0:
             raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite > 0")

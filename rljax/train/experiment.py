@@ -14,10 +14,10 @@ import jax
 import numpy as np
 
 from rljax import envs
-from rljax.io import fingerprint
+from rljax.io import fingerprint, workdir_lock
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population, sharding
-from rljax.train import loop, sweep
+from rljax.train import loop, memory, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +84,12 @@ def validate_run(run: RunConfig, agent: types.ModuleType, agent_config) -> list[
     _positive_int("checkpoint_every", run.checkpoint_every)
     if not isinstance(run.chunk_updates, int) or run.chunk_updates < 0:
         raise ValueError(f"chunk_updates={run.chunk_updates!r} is invalid; allowed: >= 0")
+    try:  # the agent checks its settings against the run's length (e.g. DQN's learning_starts)
+        updates = run.total_timesteps // agent.env_steps_per_update(agent_config)
+    except (ZeroDivisionError, TypeError):  # a bad setting: agent.validate names it
+        updates = 0
+    if updates > 0 and any(f.name == "num_updates" for f in dataclasses.fields(agent_config)):
+        agent_config = dataclasses.replace(agent_config, num_updates=updates)
     agent.validate(agent_config)
     points = sweep.grid(dict(run.hparams), dict(run.sweep))
     for point in points:
@@ -196,8 +202,13 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
     )
     if start == total:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_config.workdir, total)
+    if jax.process_index() == 0:  # one run per workdir, refused before anything compiles
+        workdir_lock.acquire(run_config.workdir)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     env = envs.make(run_config.env_name)
+    memory.check_population(  # a population that cannot fit is refused before it compiles
+        agent, agent_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
+    )
     mesh = None if run_config.mesh is None else mesh_lib.make_mesh(run_config.mesh)
     states, shardings = init_on_mesh(
         agent, agent_config, env, run_config, points, mesh, run_config.sharding_rules
@@ -220,4 +231,7 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
         fingerprint=config,
     )
     chunk_fn = make_chunk_fn(agent, agent_config, env, updates, shardings)
-    return loop.run(loop_config, states, chunk_fn)
+    try:
+        return loop.run(loop_config, states, chunk_fn)
+    finally:
+        workdir_lock.release(run_config.workdir)

@@ -24,7 +24,7 @@ import numpy as np
 
 from rljax import stats
 from rljax.agents import grpo
-from rljax.io import fingerprint
+from rljax.io import fingerprint, workdir_lock
 from rljax.lm import device_reward, presets, report, rollout, sft
 from rljax.lm.data import completion_length, encode_problems, prompt_length
 from rljax.lm.logprobs import completion_log_probs
@@ -490,6 +490,8 @@ def run(run_cfg: LMRunConfig):
     )
     if start == run_cfg.steps:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_cfg.workdir, run_cfg.steps), ""
+    if jax.process_index() == 0:  # one run per workdir, refused before anything is built
+        workdir_lock.acquire(run_cfg.workdir)
     t0 = time.perf_counter()
     agent_cfg, data, hparams, values, test, info = build(run_cfg, points)
     base_s = time.perf_counter() - t0
@@ -538,4 +540,5 @@ def run(run_cfg: LMRunConfig):
         "interrupted": summary.interrupted,
     }
     text = write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
+    workdir_lock.release(run_cfg.workdir)
     return states, summary, text
