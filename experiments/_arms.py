@@ -98,7 +98,10 @@ def lm_population(run, mutable) -> str:
             status = json.load(f).get("status")
     except (OSError, ValueError):
         status = None
-    if status == "done" and os.path.exists(os.path.join(run.workdir, "results.json")):
+    # "done" only for the same budget and evaluation: a larger budget resumes and extends
+    cosmetic = ("progress", "resume", "workdir", "cpu_devices")
+    same = not fingerprint.changes(saved, dataclasses.asdict(run), cosmetic)
+    if same and status == "done" and os.path.exists(os.path.join(run.workdir, "results.json")):
         return "done"
     return "resume"
 

@@ -73,3 +73,7 @@ def test_lm_population_states(tmp_path):
     assert _arms.lm_population(run, ("progress",)) == "done"
     assert _arms.lm_population(dataclasses.replace(run, progress=False), ("progress",)) == "done"
     assert _arms.lm_population(dataclasses.replace(run, steps=20), ("progress",)) == "fresh"
+    # a budget the trainer may extend: resumed, never reused as if it were finished
+    assert _arms.lm_population(dataclasses.replace(run, steps=20), ("steps", "progress")) == (
+        "resume"
+    )
