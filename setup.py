@@ -23,6 +23,8 @@ setup(
         "matplotlib>=3.8",
         "tqdm>=4.66",
         "importlib_resources>=6.0",
+        "math-verify>=0.9",  # answer equivalence for math RLVR (rljax.lm.math_checker)
+        "pyarrow>=14",  # Parquet data files (rljax.lm.math_data)
     ],
     extras_require={
         "dev": [
