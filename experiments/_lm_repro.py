@@ -52,7 +52,12 @@ def add_flags(parser: cli.ArgumentParser, workdir: str, seeds: int, steps: int) 
     parser.add_argument("--workdir", default=workdir)
     parser.add_argument("--quick", action="store_true", help="tiny model, 3 seeds, 2 steps")
     parser.add_argument("--seeds", type=int, default=seeds, help="learners per arm")
-    parser.add_argument("--seed", type=int, default=0, help="learner s uses seed + s")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="learner s of every arm starts from learner_key(seed, s)",
+    )
     parser.add_argument("--steps", type=int, default=steps, help="RL updates per learner")
     parser.add_argument("--no_progress", action="store_true")
 

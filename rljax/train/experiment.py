@@ -108,19 +108,11 @@ def chunk_size(total: int, requested: int) -> int:
 
 def spec(agent, agent_config, env, run: RunConfig, points: list[dict], total=1, updates=1):
     """The run's ``population.Spec`` (``total`` updates in chunks of ``updates``)."""
+    hparams = population.grid_hparams(agent, points)
     return population.Spec(
-        learner=agent,
-        config=agent_config,
-        env=env,
-        hparams=population.grid_hparams(agent, points),
-        num_updates=total,
-        chunk_updates=updates,
-        num_seeds=run.num_seeds,
-        seed=run.seed,
-        grid=tuple(points),
-        mesh=run.mesh,
-        sharding_rules=run.sharding_rules,
-    )
+        agent, agent_config, env, hparams, total, updates, run.num_seeds, run.seed,
+        grid=tuple(points), mesh=run.mesh, sharding_rules=run.sharding_rules,
+    )  # fmt: skip
 
 
 def init_population(agent, agent_config, env, run, points, shardings=None, **kwargs):

@@ -23,7 +23,7 @@ import numpy as np
 from rljax import checks
 from rljax.agents import grpo, learner
 from rljax.io import fingerprint, workdir_lock
-from rljax.lm import device_reward, presets, report, selection, sft
+from rljax.lm import device_reward, presets, pretrained, report, selection, sft
 from rljax.lm.data import completion_length, prompt_length, spread
 from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
@@ -226,7 +226,7 @@ def validate(run: LMRunConfig) -> list[dict]:
             f"rl.reward={parsed[0]!r} parses answers on device, which task={run.task!r} cannot "
             f"(its verifier runs on the host); allowed for it: verifier, random, none"
         )
-    agent_cfg = static_config(run, values, TransformerConfig(**dict(run.model)))
+    agent_cfg = static_config(run, values, pretrained.model_config(dict(run.model)))
     grpo.validate(agent_cfg)
     return points or [{}]
 
@@ -279,13 +279,16 @@ def build(run: LMRunConfig, points: list[dict]):
     """Problems, the cached base and the population's static config and hyperparameters."""
     task = TASKS[run.task]
     sft_problems, train, test = problems(run)
-    model = TransformerConfig(
-        max_len=prompt_length(task) + completion_length(task), **dict(run.model)
+    model = pretrained.model_config(
+        dict(run.model), max_len=prompt_length(task) + completion_length(task)
     )
     sft_cfg = sft.SFTConfig(**dict(run.sft))  # its own seed: every learner seed shares the base
-    base_params, info = lm_base.train_or_load(
-        model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
-    )
+    if dict(run.model).get("path"):
+        base_params, info = pretrained.load_base(dict(run.model), model)
+    else:
+        base_params, info = lm_base.train_or_load(
+            model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
+        )
     if run.least_likely:
         train = selection.least_likely(base_params, model, task, train, run.least_likely)
     values = resolved_points(run, points)

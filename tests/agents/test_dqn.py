@@ -97,6 +97,7 @@ def test_steps_before_learning_starts_leave_params_and_adam_untouched():
                            state.params["params"]["Dense_0"]["kernel"])  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(200)
 @pytest.mark.parametrize("head", q_heads.HEADS)
 def test_every_head_trains_end_to_end_on_cartpole(head):
