@@ -68,6 +68,7 @@ from scipy import stats as scipy_stats  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import _population  # noqa: E402
+import _verdicts  # noqa: E402
 
 from configs import dqn as dqn_configs  # noqa: E402
 from rljax import envs, offline_data, stats  # noqa: E402
@@ -400,14 +401,7 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
 def overall(cl: dict) -> tuple[str, str]:
     """Verdict from the claim statuses (as in the other reproductions) and its reason."""
     statuses = [c["status"] for c in cl.values()]
-    if statuses and all(s == "holds" for s in statuses):
-        v = "reproduced"
-    elif "holds" in statuses:
-        v = "partly"
-    elif "fails" in statuses:
-        v = "contradicted"
-    else:
-        v = "not at this scale"
+    v = _verdicts.overall(statuses)
     parts = [f"{k}: {c['status']} ({c['estimate']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}])"
              for k, c in cl.items()]  # fmt: skip
     return v, f"{sum(s == 'holds' for s in statuses)} of {len(statuses)} claims hold; " + "; ".join(

@@ -48,7 +48,9 @@ def gae(
 
     def _step(adv_tp1, inputs):
         delta, trace = inputs
-        adv = delta + trace * adv_tp1
+        # Where the trace is cut (episode end, λ = 0 or γ = 0) nothing of A_{t+1} flows back:
+        # a select, not 0 · A_{t+1}, so a NaN in the next episode cannot cross the boundary.
+        adv = delta + trace * jnp.where(trace == 0, 0.0, adv_tp1)
         return adv, adv
 
     _, adv_t = jax.lax.scan(_step, jnp.zeros_like(r_t[0]), (delta_t, trace_t), reverse=True)

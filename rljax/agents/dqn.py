@@ -122,6 +122,12 @@ def validate(config: Config) -> None:
             f"dqn.learning_starts={config.learning_starts!r} is invalid; allowed: an integer >= "
             f"max(batch_size, n_step * num_envs) = {need}, so the first sample has enough data"
         )
+    run_steps = config.num_updates * env_steps_per_update(config)
+    if config.learning_starts >= run_steps:
+        raise ValueError(
+            f"dqn.learning_starts={config.learning_starts} is invalid; allowed: below the run's "
+            f"{run_steps} env steps per agent (total_timesteps), or nothing is ever learned"
+        )
     if config.target_update_every % env_steps_per_update(config):
         raise ValueError(
             f"dqn.target_update_every={config.target_update_every} is invalid; allowed: a "

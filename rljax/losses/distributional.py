@@ -35,6 +35,7 @@ def categorical_projection(
     chex.assert_equal_shape([support_next, probs_next])
     chex.assert_rank(support, 1)
     checks.check_increasing("support", support)
+    checks.check_distribution("probs_next", probs_next)
     z = jnp.clip(support_next, support[0], support[-1])[..., :, None]  # [..., M, 1]
     gaps = support[1:] - support[:-1]
     d_left = jnp.concatenate([jnp.ones((1,), support.dtype), gaps])  # s_j - s_{j-1}
