@@ -280,22 +280,10 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     Returns:
       The new state and a flat dict of scalar metrics.
     """
-    key = jax.random.fold_in(state.key, state.step)
-    rollout_key, grad_key = jax.random.split(key)
-    env_steps = state.step * env_steps_per_update(config)
-    explore = env_steps < config.learning_starts
     init_std = state.hparams.init_std
     policy = lambda p, obs, k: act(config, env, p["actor"], obs, k, init_std)  # noqa: E731
-    env_state, buffer, metrics = offpolicy.collect(
-        env, policy, state.params, rollout_key, state.env, state.buffer, config.rollout_steps,
-        explore,
-    )  # fmt: skip
-    state = state._replace(env=env_state, buffer=buffer)
-    learning = env_steps + env_steps_per_update(config) >= config.learning_starts
-    step = lambda s, k: _grad_step(config, env, s, k, learning)  # noqa: E731
-    state, grad_metrics = offpolicy.grad_steps(step, state, grad_key, config.grad_steps)
-    metrics.update(grad_metrics)
-    return state._replace(step=state.step + 1), metrics
+    grad_step = lambda s, k, learning: _grad_step(config, env, s, k, learning)  # noqa: E731
+    return offpolicy.update(config, env, state, policy, grad_step, env_steps_per_update(config))
 
 
 def train_chunk(

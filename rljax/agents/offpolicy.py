@@ -180,3 +180,33 @@ def grad_steps(step_fn, state, key: jax.Array, num_steps: int):
         return step_fn(state, key)
     state, metrics = jax.lax.scan(step_fn, state, jax.random.split(key, num_steps))
     return state, jax.tree.map(jnp.mean, metrics)
+
+
+def update(config: Any, env: gymnax_env.Env, state, policy, grad_step, steps_per_update: int):
+    """One update of an off-policy learner: act and store, then ``config.grad_steps`` steps.
+
+    Uniform random actions until ``config.learning_starts`` env steps; gradient steps apply once
+    the update reaches that count (before it they run with ``learning`` false and change nothing).
+
+    Args:
+      policy: ``(params, obs, key) -> action``, the learner's exploration policy.
+      grad_step: ``(state, key, learning) -> (state, metrics)``, one gradient step.
+      steps_per_update: env steps one update takes.
+
+    Returns:
+      The new state (``step`` advanced by one) and a flat dict of scalar metrics.
+    """
+    key = jax.random.fold_in(state.key, state.step)
+    rollout_key, grad_key = jax.random.split(key)
+    env_steps = state.step * steps_per_update
+    explore = env_steps < config.learning_starts
+    env_state, buffer, metrics = collect(
+        env, policy, state.params, rollout_key, state.env, state.buffer, config.rollout_steps,
+        explore,
+    )  # fmt: skip
+    state = state._replace(env=env_state, buffer=buffer)
+    learning = env_steps + steps_per_update >= config.learning_starts
+    step = lambda s, k: grad_step(s, k, learning)  # noqa: E731
+    state, grad_metrics = grad_steps(step, state, grad_key, config.grad_steps)
+    metrics.update(grad_metrics)
+    return state._replace(step=state.step + 1), metrics
