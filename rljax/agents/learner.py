@@ -4,6 +4,7 @@
 * ``train_chunk``: ``num_updates`` consecutive ``update`` calls of one agent as one ``lax.scan``
   (the unit the host loop compiles, vmaps over the population and calls between syncs);
 * ``annealed_lr``: the linear learning-rate decay to 0 over the run;
+* ``evaluate_q_policy``: episode stats of a Q-learner's ε-greedy policy in fresh environments;
 * ``config_from_dict``: a config block (plain dict, e.g. from ``ml_collections``) to the agent's
   frozen ``Config``, with lists made tuples, unknown fields named, and the value-head name and its
   settings built into one ``rljax.nets.q_heads.Head`` (agents never branch on the name).
@@ -14,7 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import jax
+import jax.numpy as jnp
 
+from rljax.envs import rollouts as rollout_lib
 from rljax.nets import q_heads
 
 State = TypeVar("State")
@@ -66,6 +69,25 @@ def annealed_lr(lr: jax.Array, step: jax.Array, num_updates: int, anneal: bool) 
     if not anneal:
         return lr
     return lr * (1.0 - step / num_updates)
+
+
+def evaluate_q_policy(
+    act_fn: Callable, env, params, key: jax.Array, num_envs: int, num_steps: int
+) -> dict[str, jax.Array]:
+    """Rolls out ``act_fn(params, obs, key) -> (action, q_max)`` in fresh environments.
+
+    Returns:
+      ``rljax.envs.rollouts.episode_summary`` of the episodes that ended within ``num_steps``.
+    """
+    reset_key, run_key = jax.random.split(key)
+    fresh = rollout_lib.rollout_init(env, reset_key, num_envs)
+
+    def _policy(p, obs, k):
+        action, q_max = act_fn(p, obs, k)
+        return action, jnp.zeros_like(q_max), q_max
+
+    _, _, stats = rollout_lib.rollout(env, _policy, params, run_key, fresh, num_steps)
+    return rollout_lib.episode_summary(stats)
 
 
 def config_from_dict(config_cls: type[Config], block: str, values: Mapping[str, Any]) -> Config:

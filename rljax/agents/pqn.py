@@ -268,12 +268,5 @@ def evaluate_policy(
     eps: float = 0.0,
 ) -> dict[str, jax.Array]:  # fmt: skip
     """Rolls out the ε-greedy policy (greedy by default) in fresh environments; episode stats."""
-    reset_key, run_key = jax.random.split(key)
-    fresh = rollout_lib.rollout_init(env, reset_key, num_envs)
-
-    def _policy(p, obs, k):
-        action, q_max = act(config, env, p, obs, k, jnp.asarray(eps))
-        return action, jnp.zeros_like(q_max), q_max
-
-    _, _, stats = rollout_lib.rollout(env, _policy, params, run_key, fresh, num_steps)
-    return rollout_lib.episode_summary(stats)
+    act_fn = lambda p, obs, k: act(config, env, p, obs, k, jnp.asarray(eps))  # noqa: E731
+    return learner.evaluate_q_policy(act_fn, env, params, key, num_envs, num_steps)
