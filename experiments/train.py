@@ -37,13 +37,18 @@ import os  # noqa: E402
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
+from rljax.agents import dqn, learner, ppo, ppo_rnn, sqirl  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
 # Agent name in the config -> (agent module, name of its config block).
-AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
+AGENTS = {
+    "ppo": (ppo, "ppo"),
+    "dqn": (dqn, "dqn"),
+    "sqirl": (sqirl, "sqirl"),
+    "ppo_rnn": (ppo_rnn, "ppo_rnn"),
+}
 # Top-level fields of every config file and what each must be.
 RUN_FIELDS = {
     "seed": dict(low=0, high=2**32 - 1),
