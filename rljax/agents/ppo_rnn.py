@@ -79,9 +79,7 @@ def validate(config: Config) -> None:
         raise ValueError(f"ppo_rnn.max_grad_norm={config.max_grad_norm!r} is invalid; allowed: > 0")
 
 
-def env_steps_per_update(config: Config) -> int:
-    """Environment steps one agent takes per ``update``."""
-    return config.num_envs * config.num_steps
+env_steps_per_update = ppo.env_steps_per_update  # num_envs * num_steps
 
 
 class State(NamedTuple):
