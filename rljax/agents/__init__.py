@@ -1,6 +1,6 @@
 """rljax.agents: one module per learner, each following the `Learner` contract below.
 
-Every learner module (`ppo`, `dqn`, `sqirl`, `grpo`, `offline`) defines, at module level:
+Every learner module (`ppo`, `ppo_rnn`, `dqn`, `sqirl`, `grpo`, `offline`) defines, at module level:
 
 - `Config`: a frozen dataclass of static settings (shapes, loop lengths, architecture); the
   same for every member of a population, and part of the compiled program.
