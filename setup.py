@@ -23,6 +23,11 @@ setup(
         "matplotlib>=3.8",
         "tqdm>=4.66",
         "importlib_resources>=6.0",
+        "math-verify>=0.9",  # answer equivalence for math RLVR (rljax.lm.math_checker)
+        "pyarrow>=14",  # Parquet data files (rljax.lm.math_data)
+        "safetensors>=0.4",  # Hugging Face checkpoints in and out (rljax.lm.hf)
+        "tokenizers>=0.19",  # tokenizer.json (rljax.lm.hf.tokenizer)
+        "jinja2>=3.1.6",  # chat templates (sandboxed)
     ],
     extras_require={
         "dev": [
@@ -34,5 +39,8 @@ setup(
             "nbformat>=5.10",
             "ipykernel>=6.29",
         ],
+        # Only for scripts/build_hf_fixtures.py and the live parity test, in a separate venv:
+        # pip install torch==2.13.0 (the CPU build) first, then pip install -e ".[hf]".
+        "hf": ["torch>=2.4", "transformers>=4.51"],
     },
 )

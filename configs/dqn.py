@@ -68,6 +68,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
     c.progress = True  # show a progress bar
+    c.mesh = ml_collections.ConfigDict()  # device mesh and sharding (rljax.parallel)
+    c.mesh.shape = ()  # devices per axis, e.g. (4, 2); () = --cpu_devices' ("seeds",) layout
+    c.mesh.axes = ()  # axis names, e.g. ("seeds", "data")
+    c.mesh.rules = "seeds"  # seeds | seeds_and_envs | seeds_envs_and_replay (experiments/train.py)
 
     c.dqn = ml_collections.ConfigDict()  # static settings: rljax.agents.dqn.Config
     c.dqn.num_envs = 10  # parallel environments per agent

@@ -54,6 +54,9 @@ def get_config(arg: str = "arithmetic"):
     c.model.n_layers = 1 if tiny else 2 if fast else 4  # transformer blocks
     c.model.n_heads = 4  # attention heads
     c.model.d_ff = 128 if tiny else 256 if fast else 512  # MLP width
+    c.model.family = "tiny"  # tiny | llama | qwen2 | qwen3 (rljax.lm.model)
+    c.model.dtype = "float32"  # float32 | bfloat16 (bf16 compute, float32 master weights)
+    c.model.path = ""  # a Hugging Face folder: its config.json and weights replace the SFT base
 
     c.sft = ml_collections.ConfigDict()
     c.sft.seed = 0  # the base model's seed (learners of every seed share one base)

@@ -7,8 +7,11 @@ The argument picks the environment (default CartPole-v1). Each environment's blo
 what it reaches and how long it takes on a 2-core laptop CPU (measured; see README).
 """
 
+import dataclasses
+
 import ml_collections
 
+from rljax.agents import ppo
 from rljax.train import overrides
 
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
@@ -72,19 +75,16 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
     c.progress = True  # show a progress bar
+    c.mesh = ml_collections.ConfigDict()  # device mesh and sharding (rljax.parallel)
+    c.mesh.shape = ()  # devices per axis, e.g. (4, 2); () = --cpu_devices' ("seeds",) layout
+    c.mesh.axes = ()  # axis names, e.g. ("seeds", "data")
+    c.mesh.rules = "seeds"  # seeds | seeds_and_envs | seeds_envs_and_replay (experiments/train.py)
 
-    c.ppo = ml_collections.ConfigDict()  # static settings: rljax.agents.ppo.Config
-    c.ppo.num_envs = 4  # parallel environments per agent
-    c.ppo.num_steps = 128  # rollout length per update
-    c.ppo.num_epochs = 4  # passes over each rollout
-    c.ppo.num_minibatches = 4  # must divide num_envs * num_steps
-    c.ppo.hidden = (64, 64)  # actor and critic MLP widths
-    c.ppo.activation = "tanh"  # tanh | relu | gelu
-    c.ppo.max_grad_norm = 0.5  # global gradient-norm clip
-    c.ppo.anneal_lr = True  # linear learning-rate decay to 0
-    c.ppo.normalize_obs = False  # running observation normalization
-    c.ppo.normalize_adv = True  # per-minibatch advantage standardization
-    c.ppo.clip_value = True  # clipped value loss
+    # Static settings: the defaults of rljax.agents.ppo.Config (one place; each field's comment
+    # is there). num_updates is set from total_timesteps.
+    c.ppo = ml_collections.ConfigDict(
+        {f.name: f.default for f in dataclasses.fields(ppo.Config) if f.name != "num_updates"}
+    )
 
     c.hparams = ml_collections.ConfigDict()  # array leaves: can be swept in one program
     c.hparams.lr = 2.5e-4  # Adam step size

@@ -15,10 +15,10 @@ from rljax.train import overrides
 
 ENV_OVERRIDES = {
     # k=1, 150k random-exploration steps, learning rate annealed to 0, 16 gradient steps per
-    # update (session 3, 2-core CPU): the default 4 seeds end at 493.0, min 472 (31 s; see
-    # docs/value_based.md for 36 more). Without annealing and with 8 gradient steps, 32 agents
-    # averaged ~447; gamma 0.97/0.98 do no better; 32 gradient steps, k=2, and 200k or 300k
-    # steps (with the old data kept or evicted) all do worse.
+    # update (2026-11-21, commit b9cda07, 2-core CPU): the default 4 seeds end at 493.0, min 472
+    # (31 s; see docs/value_based.md for 36 more). Without annealing and with 8 gradient steps,
+    # 32 agents averaged ~447; gamma 0.97/0.98 do no better; 32 gradient steps, k=2, and 200k or
+    # 300k steps (with the old data kept or evicted) all do worse.
     "CartPole-v1": {
         "sqirl.k": 1,
         "hparams.gamma": 0.95,
@@ -56,6 +56,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
     c.progress = True  # show a progress bar
+    c.mesh = ml_collections.ConfigDict()  # device mesh and sharding (rljax.parallel)
+    c.mesh.shape = ()  # devices per axis, e.g. (4, 2); () = --cpu_devices' ("seeds",) layout
+    c.mesh.axes = ()  # axis names, e.g. ("seeds", "data")
+    c.mesh.rules = "seeds"  # seeds | seeds_and_envs | seeds_envs_and_replay (experiments/train.py)
 
     c.sqirl = ml_collections.ConfigDict()  # static settings: rljax.agents.sqirl.Config
     c.sqirl.k = 1  # fitted-Q iterations after regressing Q^{pi_rand}

@@ -1,9 +1,10 @@
 """Shared pieces of the reproduction scripts: train a population in one program, read its curves.
 
-A population is ``len(points) × seeds`` agents of one agent module (grid-major, as in
-``rljax.train.experiment``) trained by one jitted, vmapped program, optionally sharded over the
-process's CPU devices (one per core, ``rljax.xla_flags.cpu_layout``). The scripts call
-``rljax.xla_flags.set_flags(num_cpu_devices=...)`` before importing this module.
+A population is ``len(points) × seeds`` agents of one agent module, a ``rljax.train.population``
+spec (grid-major; seed ``s`` of every grid point starts from ``learner_key(seed, s)``) trained by
+one jitted, vmapped program, optionally sharded over the process's CPU devices (one per core,
+``rljax.xla_flags.cpu_layout``). The scripts call ``rljax.xla_flags.set_flags(num_cpu_devices=...)``
+before importing this module.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import jax
 import numpy as np
 
 from rljax import envs
+from rljax.agents import learner
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population
-from rljax.train import experiment
+from rljax.train import population
 
 
 def make_env(name: str, **kwargs):
@@ -81,7 +82,8 @@ def train_with_evals(
 ) -> dict:
     """Trains the population in ``num_evals`` equal chunks, evaluating after each.
 
-    ``evaluate(states, key) -> [A, ...]`` (jitted by the caller) runs on the whole population.
+    ``evaluate(states, key) -> [A, ...]`` (jitted by the caller) runs on the whole population;
+    evaluation ``c`` gets ``fold_in(eval_key(seed), c)``, a key no learner's training reaches.
     Returns ``{"evals" [A, num_evals, ...], "steps_at" [num_evals], "ret", "cnt", "seconds"}``
     (``ret``/``cnt``: the training-episode metrics ``[A, U]``).
     """
@@ -92,16 +94,16 @@ def train_with_evals(
     updates = per_chunk * num_evals
     config = dataclasses.replace(config, num_updates=updates)
     module.validate(config)
-    run = experiment.RunConfig(env_name=env.name, workdir="", seed=seed, num_seeds=seeds)
+    spec = _spec(module, config, env, points, seeds, seed, updates, per_chunk)
     t0 = time.perf_counter()
-    states = experiment.init_population(module, config, env, run, points)
-    chunk = experiment.make_chunk_fn(module, config, env, per_chunk)
-    evals, rets, cnts = [], [], []
+    states, chunk = population.init(spec), population.chunk_fn(spec, per_chunk)
+    eval_root, evals, rets, cnts = learner.eval_key(seed), [], [], []
     for c in range(num_evals):
         states, metrics = chunk(states)
         rets.append(np.asarray(metrics["episode/return"], np.float64))
         cnts.append(np.asarray(metrics["episode/count"], np.float64))
-        evals.append(np.asarray(evaluate(states, jax.random.PRNGKey(1000 + c)), np.float64))
+        key = jax.random.fold_in(eval_root, c)
+        evals.append(np.asarray(evaluate(states, key), np.float64))
     return {
         "state": states,
         "config": config,
@@ -133,7 +135,7 @@ def train_population(
       points: hyperparameter grid points (each a full ``Hparams`` dict).
       seeds: seeds per point.
       steps: env steps per agent (rounded down to whole updates).
-      seed: base seed; agent ``a`` uses ``fold_in(PRNGKey(seed), a)``.
+      seed: the run's seed; seed ``s`` of every point starts from ``learner_key(seed, s)``.
       devices: CPU devices to shard the population over (must divide it; 1 = default device).
 
     Returns:
@@ -146,18 +148,14 @@ def train_population(
         raise ValueError(f"steps={steps} is below one update's {per_update} env steps")
     config = dataclasses.replace(config, num_updates=updates)
     module.validate(config)
-    env = envs.make(env_name)
-    run = experiment.RunConfig(env_name=env_name, workdir="", seed=seed, num_seeds=seeds)
-    population_size = len(points) * seeds
-    devices = devices if population_size % devices == 0 else 1
+    spec = _spec(module, config, envs.make(env_name), points, seeds, seed, updates, updates)
+    devices = devices if spec.num_learners % devices == 0 else 1
     mesh = None
     if devices > 1:
         mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((devices,), ("seeds",)))
     t0 = time.perf_counter()
-    states, shardings = experiment.init_on_mesh(
-        module, config, env, run, points, mesh, population.SEEDS
-    )
-    states, metrics = experiment.make_chunk_fn(module, config, env, updates, shardings)(states)
+    states, shardings = population.init_on_mesh(spec, mesh)
+    states, metrics = population.chunk_fn(spec, updates, shardings)(states)
     ret = np.asarray(metrics["episode/return"], np.float64)
     cnt = np.asarray(metrics["episode/count"], np.float64)
     jax.block_until_ready(states)
@@ -170,6 +168,13 @@ def train_population(
         "updates": updates,
         "seconds": time.perf_counter() - t0,
     }
+
+
+def _spec(module, config, env, points, seeds, seed, updates, per_chunk) -> population.Spec:
+    hparams = population.grid_hparams(module, points)
+    return population.Spec(
+        module, config, env, hparams, updates, per_chunk, seeds, seed, grid=tuple(points)
+    )
 
 
 def episode_mean(ret: np.ndarray, cnt: np.ndarray, window: slice) -> np.ndarray:

@@ -40,8 +40,8 @@ Writes results.md, results.json and curves_<env>.png (greedy return vs env steps
 interval over seeds) into --workdir; ``--resume`` reuses finished environments from
 workdir/cache/.
 
-Measured time of the default (session 4, ``nice -n 10``, the 2-core CPU shared with four other
-engineers' jobs, load average 7-11): 20.5 min (tabular versions 74 s, Catch 296 s, the other five
+Measured time of the default (2026-11-23, commit 67a6a10, ``nice -n 10``, the 2-core CPU shared
+with other jobs, load average 7-11): 20.5 min (tabular versions 74 s, Catch 296 s, the other five
 environments 858 s; details and results in docs/value_based.md).
 """
 

@@ -32,7 +32,7 @@ interval and P(arm > MSE). The verdict is computed from those intervals (see ``v
 
 Writes results.md, results.json and one curves_<env>_noise<n>.png per panel into --workdir.
 
-Measured time (session 4, `nice -n 10`, the 2-core CPU shared with four other engineers' jobs,
+Measured time (2026-11-23, commit 046ccee, `nice -n 10`, the 2-core CPU shared with other jobs,
 load average 9-12): the default's five CartPole programs took 1210 s (20.2 min) wall clock;
 ``--studies=losses,acrobot`` took 33.9 min (995 s of CPU time: the process got about half a
 core). Most of it is XLA compilation (~1-2 min per program on the loaded machine, ~5 s idle) and

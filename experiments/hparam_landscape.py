@@ -36,10 +36,10 @@ configurations); the methods' picks on the test seeds.
 
 Writes results.md, results.json and landscape_<env>.png into --workdir.
 
-Measured time of the default (session 8, current PPO code, one XLA thread pinned to one core of
+Measured time of the default (2026-11-24, commit 0d9d45a, one XLA thread pinned to one core of
 the 2-core AMD EPYC): 16 min 16 s wall clock (CartPole 205 s, Acrobot 685 s + re-tests).
 Pendulum (100k steps, 4 epochs x 8 minibatches: see STATIC) is a separate command; its time is
-in docs/value_based.md. ``--quick``: 33 s at load ~7 (session 4).
+in docs/value_based.md. ``--quick``: 33 s at load ~7 (2-core CPU, 2026-11-23).
 """
 
 import sys

@@ -43,7 +43,7 @@ verdict is computed from four claims (see ``claims``).
 Writes results.md, results.json, quality_coverage.png (normalized return over (TQ, SACo) per
 learner) and curves_<env>_mixed.png (uniform vs return-weighted on the mixed data) to --workdir.
 
-Measured time (2-core CPU shared with other engineers' jobs): the default,
+Measured time (2-core CPU shared with other jobs): the default,
 ``PYTHONPATH=. nice -n 10 python experiments/offline_data_quality.py``, took 799 s (13 min 19 s)
 wall clock at load average 5-6 (earlier runs: 807 s and 921 s at load 6-8); ``--quick`` 55 s
 wall at load 3-4. results.md repeats the wall time, load and command of the run that wrote it.

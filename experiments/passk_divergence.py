@@ -26,9 +26,9 @@ Metrics: unbiased pass@k for k = 1..256 from n = 256 samples on 64 level-3 held-
 distinct correct completions per problem, over seeds; the base's own pass@k (one model: its
 interval is over problems, and comparisons treat it as fixed).
 
-Measured on the 2-core CPU (Intel Xeon, jax 0.10.2): default 9 min 58 s wall, 973 s CPU (all
-threads; nearly idle machine, session 7); --quick ~35 s CPU. Writes results.md, results.json and
-pass_at_k.png.
+Measured on the 2-core CPU (Intel Xeon, jax 0.10.2, 2026-11-24, commit 233aed7): default 9 min
+58 s wall, 973 s CPU (all threads; nearly idle machine); --quick ~35 s CPU. Writes results.md,
+results.json and pass_at_k.png.
 """
 
 from rljax import cli, xla_flags

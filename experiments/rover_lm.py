@@ -24,9 +24,9 @@ solutions divided by k"); per seed, 95% bootstrap intervals over seeds. Claim (p
 pass@1, +16.8 pass@256, +17.6% diversity on real LLMs): ROVER keeps more distinct correct
 solutions than GRPO and beats it at pass@256 (and pass@1).
 
-Measured on one core of the 2-core CPU (AMD EPYC, jax 0.10.2, session 8): default 8 min 28 s
-wall, 498 s CPU (the SFT base cached by passk_divergence.py or a first run: +~1 min);
---quick ~35 s. Writes results.md, results.json, pass_at_k.png and entropy.png.
+Measured on one core of the 2-core CPU (AMD EPYC, jax 0.10.2, 2026-11-24, commit e6825b1):
+default 8 min 28 s wall, 498 s CPU (the SFT base cached by passk_divergence.py or a first run:
++~1 min); --quick ~35 s. Writes results.md, results.json, pass_at_k.png and entropy.png.
 """
 
 from rljax import cli, xla_flags

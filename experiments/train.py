@@ -37,17 +37,21 @@ import os  # noqa: E402
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.agents import dqn, learner, ppo, ppo_rnn, sqirl  # noqa: E402
+from rljax.agents import dqn, learner, mpo, ppo, ppo_rnn, sac, sqirl, td3  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
+from rljax.parallel import population  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
 # Agent name in the config -> (agent module, name of its config block).
-AGENTS = {
-    "ppo": (ppo, "ppo"),
-    "dqn": (dqn, "dqn"),
-    "sqirl": (sqirl, "sqirl"),
-    "ppo_rnn": (ppo_rnn, "ppo_rnn"),
+AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
+AGENTS.update(sac=(sac, "sac"), td3=(td3, "td3"), mpo=(mpo, "mpo"))  # off-policy actor-critic
+AGENTS.update(ppo_rnn=(ppo_rnn, "ppo_rnn"))  # recurrent PPO (GRU core, truncated BPTT)
+# Population sharding rules a config names in `mesh.rules` (rljax.parallel.population).
+SHARDING_RULES = {
+    "seeds": population.SEEDS,
+    "seeds_and_envs": population.SEEDS_AND_ENVS,
+    "seeds_envs_and_replay": population.SEEDS_ENVS_AND_REPLAY,
 }
 # Top-level fields of every config file and what each must be.
 RUN_FIELDS = {
@@ -128,6 +132,8 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
             f"--cpu_devices={cpu_devices} does not divide the population of {agents} "
             f"agents (num_seeds x grid points); allowed: a divisor of {agents}"
         )
+    mesh = mesh_lib.MeshConfig((cpu_devices,), ("seeds",)) if cpu_devices > 1 else None
+    mesh, rules = mesh_from_config(config, mesh)
     run_config = experiment.RunConfig(
         env_name=config.env_name,
         workdir=workdir,
@@ -140,10 +146,31 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
         progress=config.progress,
         hparams=hparams,
         sweep=swept,
-        mesh=mesh_lib.MeshConfig((cpu_devices,), ("seeds",)) if cpu_devices > 1 else None,
+        mesh=mesh,
+        sharding_rules=rules,
     )
     experiment.validate_run(run_config, module, agent_config)
     return module, agent_config, run_config
+
+
+def mesh_from_config(config, default: mesh_lib.MeshConfig | None):
+    """The mesh and the population's sharding rules a config sets in its ``mesh`` block.
+
+    ``mesh.shape`` / ``mesh.axes`` (e.g. ``(4, 2)`` / ``("seeds", "data")``; empty: ``default``,
+    the layout ``--cpu_devices`` gives) span the process's devices; ``mesh.rules`` names the
+    rules of ``SHARDING_RULES``. A config without a ``mesh`` block keeps ``default`` and
+    ``seeds``.
+    """
+    if "mesh" not in config:
+        return default, population.SEEDS
+    cli.check_choice("mesh.rules", config.mesh.rules, SHARDING_RULES)
+    if not config.mesh.shape:
+        return default, SHARDING_RULES[config.mesh.rules]
+    import jax
+
+    mesh = mesh_lib.MeshConfig(tuple(config.mesh.shape), tuple(config.mesh.axes))
+    mesh_lib.resolve_shape(mesh, jax.device_count())  # names mesh.shape / mesh.axes if wrong
+    return mesh, SHARDING_RULES[config.mesh.rules]
 
 
 def auto_cpu_devices(population: int) -> int:

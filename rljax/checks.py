@@ -6,11 +6,12 @@ These helpers check only what is known on the host: a Python or NumPy number (or
 checked and rejected with a one-line ``ValueError`` naming the argument, the value and the
 allowed range; a JAX array or tracer passes through untouched, so tracing, ``vmap`` and ``jit``
 are never broken and nothing is synchronized with a device.
+
+``check_int`` is the one integer validator of config fields, command-line flags and learner
+configs (``rljax.cli.check_int`` is it, raising ``ConfigError``). This module imports jax only
+inside ``check_increasing``, so ``rljax.cli`` can use it before ``rljax.xla_flags.set_flags``.
 """
 
-import math
-
-import jax
 import numpy as np
 
 
@@ -22,6 +23,26 @@ def concrete(value) -> np.ndarray | None:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
+    """``value`` if it is an ``int`` (not a bool) in ``[low, high]``, else ``ValueError``.
+
+    Example: ``check_int("ppo.num_envs", 0, low=1)`` raises
+    ``ValueError: ppo.num_envs=0 is invalid; allowed: an integer >= 1``.
+    """
+    is_int = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+    if is_int and (low is None or value >= low) and (high is None or value <= high):
+        return value
+    if low is not None and high is not None:
+        allowed = f"an integer in [{low}, {high}]"
+    elif low is not None:
+        allowed = f"an integer >= {low}"
+    elif high is not None:
+        allowed = f"an integer <= {high}"
+    else:
+        allowed = "an integer"
+    raise ValueError(f"{name}={value!r} is invalid; allowed: {allowed}")
 
 
 def _show(value) -> str:
@@ -69,6 +90,8 @@ def check_increasing(name: str, support) -> None:
     Checks Python/NumPy arrays and JAX arrays that are not tracers (a support is small, so the
     transfer is cheap); tracers pass through.
     """
+    import jax  # here, not at the top: rljax.cli imports this module before jax may start
+
     if isinstance(support, jax.core.Tracer):
         return
     try:
@@ -86,9 +109,3 @@ def check_increasing(name: str, support) -> None:
             f"{name} is not strictly increasing (atoms {i} and {i + 1}: {x[i]:g}, {x[i + 1]:g}); "
             "allowed: strictly increasing atoms"
         )
-
-
-def is_finite_number(value) -> bool:
-    """True for a finite Python/NumPy scalar (used by config validation)."""
-    x = concrete(value)
-    return x is not None and x.size == 1 and math.isfinite(float(x))

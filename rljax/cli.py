@@ -14,7 +14,8 @@ Entry points (``experiments/*.py``, ``scripts/*.py``) use it in three places:
    exits 1; ``--debug`` on the command line shows the full traceback instead. A run stopped by a
    signal exits ``128 + signal`` (``exit_code``).
 
-This module imports nothing from jax, so it can run before ``rljax.xla_flags.set_flags``.
+This module imports nothing from jax (nor does ``rljax.checks``), so it can run before
+``rljax.xla_flags.set_flags``.
 """
 
 import argparse
@@ -25,6 +26,8 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
+
+from rljax import checks
 
 DEBUG_FLAG = "--debug"
 EXIT_FAILED = 1  # the run started and failed (NaN loss, full disk, a bug)
@@ -55,11 +58,6 @@ def quiet_logs() -> None:
 def debug_requested(argv: Iterable[str] | None = None) -> bool:
     """True if ``--debug`` is on the command line (default ``sys.argv``)."""
     return DEBUG_FLAG in (sys.argv if argv is None else list(argv))
-
-
-def strip_debug(argv: list[str]) -> list[str]:
-    """``argv`` without ``--debug`` (for parsers that do not define it)."""
-    return [a for a in argv if a != DEBUG_FLAG]
 
 
 def one_line(message: object) -> str:
@@ -142,24 +140,13 @@ class ArgumentParser(argparse.ArgumentParser):
 # ---- checks ------------------------------------------------------------------------------------
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
-    """``value`` if it is an int in ``[low, high]``, else ``ConfigError`` naming ``name``."""
-    ok = _is_int(value) and (low is None or value >= low) and (high is None or value <= high)
-    if not ok:
-        if low is not None and high is not None:
-            allowed = f"an integer in [{low}, {high}]"
-        elif low is not None:
-            allowed = f"an integer >= {low}"
-        elif high is not None:
-            allowed = f"an integer <= {high}"
-        else:
-            allowed = "an integer"
-        raise ConfigError(f"{name}={value!r} is invalid; allowed: {allowed}")
-    return value
+    """``value`` if it is an int in ``[low, high]``, else ``ConfigError`` naming ``name``
+    (``rljax.checks.check_int``, the one integer validator, with the entry points' error type)."""
+    try:
+        return checks.check_int(name, value, low=low, high=high)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def check_number(

@@ -12,7 +12,10 @@ nominal peak. `--population` times the default arithmetic learner vmapped over p
 the given sizes; `--vs_sequential` times whole `experiments/train_lm.py` runs. With
 --reference it also times Hugging Face `generate` (static cache) on a matching GPT-NeoX
 architecture (RoPE, pre-norm, GELU MLP, sequential residual) and TRL's GRPOTrainer when torch,
-transformers and trl are installed, and skips them cleanly otherwise.
+transformers and trl are installed, and skips them cleanly otherwise. The reference is pinned to
+what rljax computes: float32 weights and arithmetic (TRL's default on a CPU without native
+bfloat16 is emulated bfloat16) and no recomputation (TRL's default is gradient checkpointing),
+with the same number of CPU threads; both sides' settings are printed before the ratio.
 """
 
 from rljax import cli, xla_flags
@@ -158,6 +161,7 @@ def bench_size(name: str, repeats: int, peak: float) -> dict:
         "rl_tok_s": tokens / t_rl,
         "rl_steps_s": 1.0 / t_rl,
         "rl_mfu": flops / t_rl / peak,
+        "params_tree": params,
     }
 
 
@@ -302,14 +306,16 @@ def bench_vs_sequential(learners: int, steps: int) -> None:
     )
 
 
-def bench_reference(name: str, repeats: int) -> dict | None:
-    """HF `generate` with a static cache on a matching GPT-NeoX model (torch, CPU)."""
+def bench_reference(name: str, repeats: int, threads: int) -> dict | None:
+    """HF `generate` with a static cache on a matching GPT-NeoX model (torch, CPU, float32,
+    ``threads`` torch threads)."""
     try:
         import torch
         import transformers  # noqa: F401  (used by _hf_model)
     except ImportError:
         print(f"[{name}] reference skipped: torch/transformers are not installed")
         return None
+    torch.set_num_threads(threads)
     model = _hf_model(name).eval()
     prompts = torch.ones((128, 9), dtype=torch.long)
     answer_len = completion_length(TASKS["arithmetic"])
@@ -366,8 +372,44 @@ def _hf_char_tokenizer():
     )
 
 
-def bench_trl(name: str, steps: int) -> dict | None:
-    """TRL's GRPOTrainer (no vLLM, CPU) on the same task, group size and batch as ``bench_size``.
+# What rljax's RL step computes, which the TRL reference is pinned to (bench_trl).
+RLJAX_SETTINGS = {"precision": "float32", "gradient_checkpointing": False}
+
+
+def rljax_settings(params, threads: int) -> dict:
+    """rljax's side of the comparison: the parameters' dtype, no recomputation (rljax has no
+    ``jax.checkpoint``), and XLA's CPU threads (``PJRT_NPROC``, else one per core)."""
+    dtypes = sorted({str(x.dtype) for x in jax.tree.leaves(params)})
+    return {"precision": ",".join(dtypes), "gradient_checkpointing": False, "threads": threads}
+
+
+def trl_settings(trainer, torch) -> dict:
+    """TRL's side, read back from the built trainer (not from the arguments passed to it)."""
+    model = trainer.model
+    dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters()})
+    mixed = "bfloat16" if trainer.args.bf16 else "float16" if trainer.args.fp16 else None
+    return {
+        "precision": ",".join(dtypes) + (f" with {mixed} autocast" if mixed else ""),
+        "gradient_checkpointing": bool(
+            getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.24
+            or getattr(model, "is_gradient_checkpointing", False)
+        ),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def describe_settings(side: str, settings: dict) -> str:
+    recompute = "on" if settings["gradient_checkpointing"] else "off"
+    return (
+        f"{side}: precision {settings['precision']}, gradient checkpointing {recompute}, "
+        f"{settings['threads']} CPU threads"
+    )
+
+
+def bench_trl(name: str, steps: int, threads: int) -> dict | None:
+    """TRL's GRPOTrainer (no vLLM, CPU) on the same task, group size and batch as ``bench_size``,
+    pinned to rljax's settings: float32 (``bf16=False``, ``fp16=False``, float32 weights), no
+    gradient checkpointing, ``threads`` torch threads.
 
     Returns end-to-end tokens/s (prompt + completion tokens of every sample per second of
     ``trainer.train()``, after one warm-up step) and RL steps/s (one generated batch and its two
@@ -377,6 +419,7 @@ def bench_trl(name: str, steps: int) -> dict | None:
         raise ValueError(f"--trl_steps={steps} must be even (TRL reuses each batch for 2 steps)")
     try:
         import datasets
+        import torch
         import trl
     except ImportError:
         print(f"[{name}] TRL reference skipped: trl/datasets are not installed")
@@ -417,7 +460,12 @@ def bench_trl(name: str, steps: int) -> dict | None:
             save_strategy="no",
             logging_steps=10_000,
             disable_tqdm=True,
+            bf16=False,
+            fp16=False,
+            gradient_checkpointing=RLJAX_SETTINGS["gradient_checkpointing"],
+            model_init_kwargs={"dtype": RLJAX_SETTINGS["precision"]},
         )
+        torch.set_num_threads(threads)
         # Passed as a saved path: TRL builds its KL reference model from the same path.
         model_dir = os.path.join(out, "model")
         _hf_model(name).save_pretrained(model_dir)
@@ -429,12 +477,17 @@ def bench_trl(name: str, steps: int) -> dict | None:
             processing_class=_hf_char_tokenizer(),
             callbacks=[_Timer()],
         )
+        settings = trl_settings(trainer, torch)
         trainer.train()
     # TRL generates once every `num_iterations` optimizer steps and reuses the batch for the
     # others; one rljax RL step (generate, then 2 epochs) is therefore 2 TRL steps.
     seconds = (timings[-1] - timings[0]) / steps * args.num_iterations  # after the warm-up step
     seq = 1 + task.max_prompt_chars + answer_len
-    return {"trl_rl_tok_s": num_prompts * group * seq / seconds, "trl_rl_steps_s": 1 / seconds}
+    return {
+        "trl_rl_tok_s": num_prompts * group * seq / seconds,
+        "trl_rl_steps_s": 1 / seconds,
+        "settings": settings,
+    }
 
 
 def _sizes(flag: str, text: str) -> list[int]:
@@ -492,15 +545,25 @@ def main():
             flush=True,
         )
         if args.reference:
-            ref = bench_reference(name, args.repeats)
+            threads = int(os.environ.get("PJRT_NPROC", xla_flags.available_cores()))
+            ref = bench_reference(name, args.repeats, threads)
             if ref:
                 print(
                     f"[{name}] HF generate (static cache) tok/s: {ref['hf_sample_tok_s']:,.0f} "
                     f"-> rljax/HF = {r['sample_tok_s'] / ref['hf_sample_tok_s']:.2f}x",
                     flush=True,
                 )
-            trl_ref = bench_trl(name, args.trl_steps)
+            trl_ref = bench_trl(name, args.trl_steps, threads)
             if trl_ref:
+                ours = rljax_settings(r["params_tree"], threads)
+                print(f"[{name}] {describe_settings('rljax', ours)}", flush=True)
+                print(f"[{name}] {describe_settings('TRL   ', trl_ref['settings'])}", flush=True)
+                matched = (
+                    all(ours[k] == trl_ref["settings"][k] for k in ("precision", "threads"))
+                    and not trl_ref["settings"]["gradient_checkpointing"]
+                )
+                if not matched:
+                    print(f"[{name}] warning: the reference's settings differ from rljax's")
                 print(
                     f"[{name}] TRL GRPOTrainer RL tok/s: {trl_ref['trl_rl_tok_s']:,.0f}, "
                     f"steps/s {trl_ref['trl_rl_steps_s']:.3f} -> rljax/TRL = "

@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 from rljax import machine  # noqa: E402
 from rljax.io.metrics import MetricsWriter  # noqa: E402
 from rljax.lm import presets  # noqa: E402
-from rljax.train import lm_experiment, loop  # noqa: E402
+from rljax.train import lm_experiment, loop, population  # noqa: E402
 
 KEYS = ("reward/mean", "correct/mean", "loss/total", "grad_norm", "entropy")
 EXACT_KEYS = ("reward/mean", "correct/mean")  # sampled outcomes: equal bit for bit
@@ -234,7 +234,8 @@ def train_alone(cfg, *, nudge: bool = False, shapes=None, split: bool = False):
         )
     if split:
         agent_cfg = dataclasses.replace(agent_cfg, max_minibatches=2 * agent_cfg.max_minibatches)
-    states, _ = lm_experiment.init_learners(agent_cfg, data, hparams, cfg)
+    spec = lm_experiment.spec(cfg, agent_cfg, data, hparams, points)
+    states = population.init(spec)
     if nudge:
         states = states._replace(
             params=jax.tree.map(lambda x: jnp.nextafter(x, jnp.inf), states.params)
@@ -245,8 +246,7 @@ def train_alone(cfg, *, nudge: bool = False, shapes=None, split: bool = False):
         resume=False, progress=False, score_key="eval/pass@1", count_key=None,
         rows_per_learner=True,
     )  # fmt: skip
-    chunk = lm_experiment.make_chunk_fn(agent_cfg, cfg.chunk_steps)
-    states, _ = loop.run(loop_cfg, states, chunk, data)
+    states, _ = loop.run(loop_cfg, states, population.chunk_fn(spec, cfg.chunk_steps), data)
     return states, MetricsWriter(cfg.workdir).read()
 
 

@@ -31,6 +31,7 @@ def _train(*args, timeout=240):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
     out = _train(*TINY, "--config.sweep.lr=1e-4,1e-3", f"--workdir={tmp_path}")
@@ -47,6 +48,7 @@ def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
     assert os.listdir(tmp_path / "checkpoints")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cpu_devices_shards_the_population_over_two_devices(tmp_path):
     dqn_tiny = ["--config=configs/dqn.py:CartPole-v1", "--config.total_timesteps=2000",
@@ -90,6 +92,7 @@ def test_unknown_config_argument_lists_environments():
     assert "configs/ppo.py:Pong is unknown; valid: CartPole-v1, Acrobot-v1" in out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_sigterm_checkpoints_exits_143_and_says_interrupted(tmp_path):
     """A scheduler's SIGTERM: checkpoint, "interrupted" in the summary, exit code 128 + 15."""

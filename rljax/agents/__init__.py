@@ -1,15 +1,22 @@
-"""rljax.agents: one module per learner, each following the `Learner` contract below.
+"""rljax.agents: one module per learner, each a `Learner` (the Protocol below).
 
-Every learner module (`ppo`, `ppo_rnn`, `dqn`, `sqirl`, `grpo`, `offline`) defines, at module level:
+Every learner module (`ppo`, `ppo_rnn`, `dqn`, `sqirl`, `sac`, `td3`, `mpo`, `grpo`, `offline`)
+defines, at module level:
 
 - `Config`: a frozen dataclass of static settings (shapes, loop lengths, architecture); the
   same for every member of a population, and part of the compiled program.
 - `Hparams`: a NamedTuple whose leaves are arrays (floats, and integer codes for discrete
   choices), so a grid of them is a batch that `jax.vmap` trains in one program.
+- `HPARAM_RULES`: `{field: (check, allowed)}` for the float `Hparams` fields a config sets
+  (the pipeline checks every grid point's values before anything compiles).
 - `State`: a NamedTuple pytree holding parameters, optimizer state, keys, counters and the
   learner's `Hparams`.
 - `validate(config)`: raises ValueError naming the field, its value and the allowed range,
-  before anything is built or compiled.
+  before anything is built or compiled. Learners tied to one kind of action space (`sac`,
+  `td3`, `mpo`) also define `validate_env(config, env)`, which the trainer calls with the
+  environment before compiling (e.g. SAC's continuous variant on CartPole is refused).
+- `env_steps_per_update(config)`: the samples one update consumes (environment steps,
+  completions, dataset rows): the x axis of every curve.
 - `init(config, env, key, hparams) -> State`.
 - `act(config, ...)`: the policy's action (or completion) for an observation (or prompt).
 - `update(config, env, state) -> (state, metrics)`: one update, pure and jittable; metrics are
@@ -21,27 +28,36 @@ Every learner module (`ppo`, `ppo_rnn`, `dqn`, `sqirl`, `grpo`, `offline`) defin
 (`grpo.TaskData`: base model and problem tables) for the RLVR learner, the fixed dataset
 (`rljax.offline_data.Dataset`) for the offline learners (`offline`: BC, DQN, QR-DQN, CQL, BCQ,
 CRR), which never touch an environment while training.
+
+A new learner is its module, its config file and one line in the `AGENTS` dict of
+`experiments/train.py`; `rljax.train.population.run` takes any module that is a `Learner`.
 """
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import jax
 
 
 class Learner(Protocol):
-    """The module-level interface of a learner (checked structurally, e.g. by the tests).
+    """The module-level interface of a learner: the type `rljax.train.population` takes.
 
-    `rljax.train.experiment` (control) and `rljax.train.lm_experiment` (RLVR) drive any module
-    that has these members; go-to-definition on a member leads to each learner's own version.
+    Everything the pipeline calls is here; go-to-definition on a member leads to each
+    learner's own version.
     """
 
     Config: type
     Hparams: type[NamedTuple]
     State: type[NamedTuple]
+    HPARAM_RULES: dict[str, tuple[Callable[[float], bool], str]]
 
     def validate(self, config: Any) -> None: ...
 
+    def env_steps_per_update(self, config: Any) -> int: ...
+
     def init(self, config: Any, env: Any, key: jax.Array, hparams: Any) -> Any: ...
+
+    def act(self, config: Any, *args: Any) -> Any: ...
 
     def update(self, config: Any, env: Any, state: Any) -> tuple[Any, dict[str, jax.Array]]: ...
 
@@ -50,4 +66,7 @@ class Learner(Protocol):
     ) -> tuple[Any, dict[str, jax.Array]]: ...
 
 
-MEMBERS = ("Config", "Hparams", "State", "validate", "init", "act", "update", "train_chunk")
+MEMBERS = (
+    "Config", "Hparams", "HPARAM_RULES", "State", "validate", "env_steps_per_update", "init",
+    "act", "update", "train_chunk",
+)  # fmt: skip

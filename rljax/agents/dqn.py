@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax import replay
+from rljax import checks, replay
 from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
@@ -88,9 +88,7 @@ def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     for field in ("num_envs", "rollout_steps", "grad_steps", "buffer_size", "batch_size",
                   "target_update_every", "n_step", "num_updates"):  # fmt: skip
-        number = getattr(config, field)
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-            raise ValueError(f"dqn.{field}={number!r} is invalid; allowed: an integer >= 1")
+        checks.check_int(f"dqn.{field}", getattr(config, field), low=1)
     if not isinstance(config.head, q_heads.Head):
         raise ValueError(
             f"dqn.head={config.head!r} is invalid; allowed: a rljax.nets.q_heads.Head "

@@ -23,7 +23,8 @@ Epochs beyond a learner's `num_epochs` are skipped the same way.
 Keys: each learner has a root key (`init`); step s uses `fold_in(root, s)` split once per
 purpose (prompts, sampling, reference samples, minibatch order). Group g's problem uses
 `fold_in(prompt key, g)`: directly for a uniform draw, split in two (level, problem) by curricula.
-Evaluation uses its own key, shared by all learners and never derived from a training key.
+Evaluation uses its own key, shared by all learners: `fold_in(learner.eval_key(eval_seed), step)`,
+on a branch no training key reaches (`rljax.agents.learner`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from rljax import checks
 from rljax.agents import learner
-from rljax.lm import curriculum, device_reward, objective, reward_signal
+from rljax.lm import curriculum, device_reward, groups, objective, presets
 from rljax.lm.logprobs import completion_log_probs, completion_token_stats
 from rljax.lm.model import TransformerConfig
-from rljax.lm.sampling import sample
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Config:
     top_p: float = 1.0  # nucleus mass
     format_weight: float = 0.0  # reward weight of a well-formed answer
     max_grad_norm: float = 1.0  # global-norm gradient clipping
-    eval_seed: int = 7  # the evaluation key, never a training key
+    eval_seed: int = 0  # the run's seed: evaluations use learner.eval_key(eval_seed)'s branch
     eval_levels: int = 0  # also report the quick pass@1 of levels 1..eval_levels
     num_levels: int = 0  # K: levels 1..K the curricula choose among (0: every learner uniform)
     host_scorer: Callable | None = None  # device_reward.host_scorer for reward_kind "host"
@@ -117,6 +118,15 @@ def make_hparams(values: dict) -> Hparams:
     )
 
 
+# The float fields' ranges (the choice codes are checked by name in rljax.lm.presets.check).
+HPARAM_RULES = presets.HPARAM_RULES
+
+
+def env_steps_per_update(config: Config) -> int:
+    """Completions one update samples and trains on: B prompts × G samples."""
+    return config.prompts_per_step * config.group_size
+
+
 class TaskData(NamedTuple):
     """What a learner trains on (the LM "environment"): shared by all learners, not vmapped."""
 
@@ -143,11 +153,8 @@ def validate(config: Config) -> None:
         "max_epochs",
         "max_minibatches",
     ):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= 1")
-    if not isinstance(config.group_size, int) or config.group_size < 2:
-        raise ValueError(f"group_size={config.group_size!r} is invalid; allowed: an integer >= 2")
+        checks.check_int(name, getattr(config, name), low=1)
+    checks.check_int("group_size", config.group_size, low=2)
     if config.prompts_per_step % config.max_minibatches:
         raise ValueError(
             f"prompts_per_step={config.prompts_per_step} is not divisible by the minibatch "
@@ -161,10 +168,7 @@ def validate(config: Config) -> None:
         raise ValueError(f"temperature={config.temperature!r} is invalid; allowed: > 0")
     if not 0 < config.top_p <= 1:
         raise ValueError(f"top_p={config.top_p!r} is invalid; allowed: in (0, 1]")
-    if isinstance(config.num_levels, bool) or not isinstance(config.num_levels, int):
-        raise ValueError(f"num_levels={config.num_levels!r} is invalid; allowed: an integer >= 0")
-    if config.num_levels < 0:
-        raise ValueError(f"num_levels={config.num_levels!r} is invalid; allowed: an integer >= 0")
+    checks.check_int("num_levels", config.num_levels, low=0)
     if config.format_weight < 0 or config.reference_samples < 0:
         raise ValueError("format_weight and reference_samples must be >= 0")
 
@@ -194,147 +198,31 @@ def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> St
 
 def act(config: Config, params, prompt_tokens, prompt_mask, key):
     """Samples one completion per prompt row (`[R, P]`) at the config's temperature / top-p."""
-    return sample(
-        params,
-        config.model,
-        prompt_tokens,
-        prompt_mask,
-        key,
-        max_new_tokens=config.completion_length,
-        temperature=config.temperature,
-        top_p=config.top_p,
-    )
-
-
-def _sample_and_score(config: Config, params, table: device_reward.ProblemTable, rows, key):
-    """One completion per row of `table[rows]`, its reward and correctness (on device)."""
-    out = act(config, params, table.prompt_tokens[rows], table.prompt_mask[rows], key)
-    reward, correct = device_reward.score(
-        config.reward_kind,
-        out.tokens,
-        table,
-        rows,
-        format_weight=config.format_weight,
-        host=config.host_scorer,
-    )
-    return out, reward, correct
+    return groups.act(config, params, prompt_tokens, prompt_mask, key)
 
 
 def _choice(hp: Hparams) -> objective.Choice:
     return objective.Choice(**{f: getattr(hp, f) for f in objective.Choice._fields})
 
 
-class _Rollout(NamedTuple):
-    """The B kept groups of one step, rows problem-major (`N = B × G`)."""
-
-    prompt_tokens: jax.Array  # [N, P]
-    prompt_mask: jax.Array
-    tokens: jax.Array  # [N, A]
-    completion_mask: jax.Array
-    mask: jax.Array  # [N, A] float: completion mask × group validity
-    rewards: jax.Array  # [B, G] the rewards trained on (rljax.lm.reward_signal)
-    correct: jax.Array  # [N] float: the signal's labels (NFT / PACS targets)
-    verified: jax.Array  # [N] float: the verifier's verdicts (metrics)
-    group_valid: jax.Array  # [B] float
-    problem: jax.Array  # [B] table rows
-    level: jax.Array  # [B] int32 level index 0..K-1 of each kept group's problem
-    generated: jax.Array  # float: completion tokens the learner sampled (all groups it needs)
-
-
 def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample):
-    B, G = config.prompts_per_step, config.group_size
-    drawn = B * config.oversample
-    num_problems = data.train.level.shape[0]
-    hp = state.hparams
-    # One key per group, so drawing more groups (dynamic sampling) keeps the first draws.
-    group_keys = jax.vmap(lambda g: jax.random.fold_in(key_prompts, g))(jnp.arange(drawn))
-    problem = jax.vmap(lambda k: jax.random.randint(k, (), 0, num_problems))(group_keys)
-    if config.num_levels:  # curricula: a level by the learner's bandit, then a problem in it
-        index = curriculum.level_index(data.train.level, config.num_levels)
-        logits = curriculum.level_logits(
-            hp.curriculum,
-            state.curriculum,
-            index.count > 0,
-            temperature=hp.curriculum_temp,
-            ucb_c=hp.ucb_c,
-        )
-        chosen, _ = jax.vmap(lambda k: curriculum.draw(k, logits, index))(group_keys)
-        problem = jnp.where(hp.curriculum == curriculum.UNIFORM, problem, chosen)
-    rows = jnp.repeat(problem, G)
-    prompt_tokens, prompt_mask = data.train.prompt_tokens[rows], data.train.prompt_mask[rows]
-    out, reward, verified = _sample_and_score(config, state.params, data.train, rows, key_sample)
-    # The signal the learner trains on (the verifier's unless an ablation says otherwise); its
-    # key is a fold_in of the prompt key no group index reaches.
-    rewards, correct = reward_signal.signal(
-        state.hparams.reward,
-        config.reward_kind,
-        out.tokens.reshape(drawn, G, -1),
-        reward.reshape(drawn, G),
-        verified.reshape(drawn, G),
-        jax.random.fold_in(key_prompts, 2**31 - 1),
-    )
-    # Dynamic sampling keeps groups whose rewards vary (0 < p̂ < 1 for 0/1 rewards) and whose
-    # pass rate lies in the balanced band |p̂ − ½| ≤ δ (every group for δ = ½).
-    pass_rate = jnp.mean(correct.reshape(drawn, G).astype(jnp.float32), axis=1)
-    varies = (jnp.std(rewards, axis=1) > 0) & curriculum.balanced(pass_rate, hp.balance_delta)
-    dynamic = hp.dynamic_sampling == 1
-    rank = jnp.where(dynamic & ~varies, drawn, 0) + jnp.arange(drawn)
-    keep = jnp.argsort(rank)[:B]  # varied groups first (dynamic), else the first B
-    group_valid = jnp.where(dynamic, varies[keep], True).astype(jnp.float32)
-    kept = (keep[:, None] * G + jnp.arange(G)).reshape(-1)
-    mask = out.mask[kept].astype(jnp.float32) * jnp.repeat(group_valid, G)[:, None]
-    # Tokens sampled for the groups this learner needs: all drawn groups if it samples
-    # dynamically, else its first B (what it would sample alone).
-    needed = jnp.where(dynamic, True, jnp.arange(drawn) < B)
-    generated = jnp.sum(out.mask.reshape(drawn, -1).astype(jnp.float32) * needed[:, None])
-    return _Rollout(
-        prompt_tokens[kept],
-        prompt_mask[kept],
-        out.tokens[kept],
-        out.mask[kept],
-        mask,
-        rewards[keep],
-        correct.reshape(-1)[kept],
-        verified.reshape(-1)[kept].astype(jnp.float32),
-        group_valid,
-        problem[keep],
-        data.train.level[problem[keep]] - 1,
-        generated,
-    )
+    """The step's B kept groups (`rljax.lm.groups.draw`)."""
+    hp, bandit = state.hparams, state.curriculum
+    return groups.draw(config, data.train, state.params, hp, bandit, key_prompts, key_sample)
 
 
-def _micro_schedule(config: Config, hp: Hparams, mask: jax.Array, key):
-    """Rows, normalizers, and active / apply flags of every micro-step `[E_max × M_max]`."""
-    B, G = config.prompts_per_step, config.group_size
-    E, M = config.max_epochs, config.max_minibatches
-    per_micro = B // M
-    # fold_in per epoch: epoch e's order does not depend on how many epochs the population runs.
-    perms = jnp.stack([jax.random.permutation(jax.random.fold_in(key, e), B) for e in range(E)])
-    groups = perms.reshape(E, M, per_micro)
-    rows = (groups[..., None] * G + jnp.arange(G)).reshape(E, M, per_micro * G)
-    micro_mask = mask[rows]  # [E, M, rows, A]
-    tokens = jnp.sum(micro_mask, axis=(2, 3))
-    seqs = jnp.sum(jnp.any(micro_mask > 0, axis=3), axis=2).astype(jnp.float32)
-    k = M // jnp.maximum(hp.num_minibatches, 1)  # micro-batches per AdamW step
-    minibatch = jnp.arange(M) // k
-    same = (minibatch[:, None] == minibatch[None, :]).astype(jnp.float32)  # [M, M]
-    refs = jnp.full((E, M), per_micro * config.reference_samples, jnp.float32) @ same
-    norms = objective.Norms(tokens @ same, seqs @ same, refs)
-    active = jnp.broadcast_to(jnp.arange(E)[:, None] < hp.num_epochs, (E, M))
-    apply = active & ((jnp.arange(M) + 1) % k == 0)[None, :]
-    flat = lambda x: x.reshape(E * M, *x.shape[2:])  # noqa: E731
-    return flat(rows), flat(groups), jax.tree.map(flat, norms), flat(active), flat(apply)
+def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norms: objective.Norms):
+    """The micro-batch's contribution to its minibatch's loss. Returns (loss, metrics).
 
-
-def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.Norms):
-    """The micro-batch's contribution to its minibatch's loss. Returns (loss, metrics)."""
+    `refs`: the micro-batch's `groups.RefSamples` (None when `config.reference_samples` is 0).
+    """
     logp, entropy, mean_log_probs = completion_token_stats(
         params,
         config.model,
-        batch["prompt_tokens"],
-        batch["prompt_mask"],
-        batch["tokens"],
-        batch["completion_mask"],
+        batch.prompt_tokens,
+        batch.prompt_mask,
+        batch.tokens,
+        batch.completion_mask,
         config.group_size,  # micro-batches are whole groups: each prompt runs once
     )
     choice = _choice(hp)
@@ -342,13 +230,13 @@ def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.N
         logp,
         entropy,
         mean_log_probs,
-        batch["old_mean_log_probs"],
-        batch["old_logp"],
-        batch["ref_logp"],
-        batch["mask"],
-        batch["adv"],
-        batch["correct"],
-        batch["correct_rate"],
+        batch.old_mean_log_probs,
+        batch.old_logp,
+        batch.ref_logp,
+        batch.mask,
+        batch.adv,
+        batch.correct,
+        batch.correct_rate,
         config.group_size,
     )
     max_len = float(config.completion_length)
@@ -360,14 +248,14 @@ def loss_fn(params, config: Config, hp: Hparams, batch: dict, norms: objective.N
         ref_logp_theta, _ = completion_log_probs(
             params,
             config.model,
-            batch["ref_prompt_tokens"],
-            batch["ref_prompt_mask"],
-            batch["ref_tokens"],
-            batch["ref_completion_mask"],
+            refs.prompt_tokens,
+            refs.prompt_mask,
+            refs.tokens,
+            refs.completion_mask,
             config.reference_samples,
         )
         divergence = objective.sample_divergence(
-            choice, jnp.sum(ref_logp_theta, axis=1), batch["ref_seq_logp"], norms
+            choice, jnp.sum(ref_logp_theta, axis=1), refs.seq_logp, norms
         )
         loss = loss + hp.kl_coef * divergence
         metrics["loss/divergence"] = divergence
@@ -393,20 +281,11 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     adv = objective.advantages(choice, shaped, group_mask, 1.0 + config.format_weight)
     correct = ro.correct.reshape(B, G)
     rate = jnp.sum(correct * group_mask, 1) / jnp.maximum(jnp.sum(group_mask, 1), 1.0)
-    batch = {
-        "prompt_tokens": ro.prompt_tokens,
-        "prompt_mask": ro.prompt_mask,
-        "tokens": ro.tokens,
-        "completion_mask": ro.completion_mask,
-        "mask": ro.mask,
-        "old_logp": old_logp,
-        "old_mean_log_probs": old_mean_log_probs,
-        "ref_logp": ref_logp,
-        "adv": adv.reshape(-1),
-        "correct": ro.correct,
-        "correct_rate": jnp.repeat(rate, G),
-    }
-    ref_batch, R = {}, config.reference_samples
+    batch = groups.Batch(
+        *seqs, ro.mask, old_logp, old_mean_log_probs, ref_logp, adv.reshape(-1), ro.correct,
+        jnp.repeat(rate, G),
+    )  # fmt: skip
+    refs, R = None, config.reference_samples
     if R:  # the base's own samples, for forward KL / JS
         rows = jnp.repeat(ro.problem, R)
         ref_prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
@@ -414,25 +293,21 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         base_logp, _ = completion_log_probs(
             data.base_params, config.model, *ref_prompt, ref_out.tokens, ref_out.mask, R
         )
-        ref_batch = {
-            "ref_prompt_tokens": ref_prompt[0],
-            "ref_prompt_mask": ref_prompt[1],
-            "ref_tokens": ref_out.tokens,
-            "ref_completion_mask": ref_out.mask,
-            "ref_seq_logp": jnp.sum(base_logp, axis=1),
-        }
-    rows, groups, norms, active, apply = _micro_schedule(config, hp, ro.mask, k_order)
+        refs = groups.RefSamples(
+            *ref_prompt, ref_out.tokens, ref_out.mask, jnp.sum(base_logp, axis=1)
+        )
+    schedule = objective.micro_schedule(config, hp, ro.mask, k_order)  # rows, groups, norms, flags
     optimizer = _optimizer(config)
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
     def micro_step(carry, x):
         params, opt_state, acc = carry
         row, group, norm, is_active, is_apply = x
-        micro = jax.tree.map(lambda v: v[row], batch)
-        if ref_batch:
+        micro, micro_refs = jax.tree.map(lambda v: v[row], batch), None
+        if refs is not None:
             ref_rows = (group[:, None] * R + jnp.arange(R)).reshape(-1)
-            micro.update(jax.tree.map(lambda v: v[ref_rows], ref_batch))
-        (_, metrics), grads = grad_fn(params, config, hp, micro, norm)
+            micro_refs = jax.tree.map(lambda v: v[ref_rows], refs)
+        (_, metrics), grads = grad_fn(params, config, hp, micro, micro_refs, norm)
         acc = jax.tree.map(lambda a, g: a + jnp.where(is_active, g, 0.0), acc, grads)
         updates, new_opt = optimizer.update(acc, opt_state, params)
         new_params = jax.tree.map(
@@ -447,7 +322,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
 
     zeros = jax.tree.map(jnp.zeros_like, state.params)
     (params, opt_state, _), metrics = jax.lax.scan(
-        micro_step, (state.params, state.opt_state, zeros), (rows, groups, norms, active, apply)
+        micro_step, (state.params, state.opt_state, zeros), schedule
     )
     num_updates = (hp.num_epochs * hp.num_minibatches).astype(jnp.float32)
     metrics = {k: jnp.sum(v) / num_updates for k, v in metrics.items()}
@@ -456,12 +331,10 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         {
             "reward/mean": jnp.mean(ro.rewards),
             "correct/mean": jnp.mean(ro.verified),
-            "adv/abs_mean": jnp.sum(jnp.abs(batch["adv"]) * valid) / jnp.maximum(valid.sum(), 1),
+            "adv/abs_mean": jnp.sum(jnp.abs(batch.adv) * valid) / jnp.maximum(valid.sum(), 1),
             "groups/kept_frac": jnp.mean(ro.group_valid),
             "groups/zero_var_frac": jnp.mean(jnp.std(ro.rewards, axis=1) == 0),
-            "groups/zero_adv_frac": zero_advantage_share(
-                batch["adv"].reshape(-1, G), ro.group_valid
-            ),
+            "groups/zero_adv_frac": zero_advantage_share(batch.adv.reshape(-1, G), ro.group_valid),
             "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
             "tokens/generated": ro.generated,
         }
@@ -489,15 +362,10 @@ def zero_advantage_share(adv: jax.Array, group_valid: jax.Array) -> jax.Array:
     return jnp.sum(zero * group_valid) / jnp.maximum(jnp.sum(group_valid), 1)
 
 
-def evaluate(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:
-    """Quick held-out pass@1: one sample per evaluation problem, with the evaluation key."""
-    return jnp.mean(_eval_correct(config, data, params, step))
-
-
 def _eval_correct(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:
-    key = jax.random.fold_in(jax.random.PRNGKey(config.eval_seed), step)
+    key = jax.random.fold_in(learner.eval_key(config.eval_seed), step)  # never a training key
     rows = jnp.arange(data.eval.level.shape[0])
-    _, _, correct = _sample_and_score(config, params, data.eval, rows, key)
+    _, _, correct = groups.sample_and_score(config, params, data.eval, rows, key)
     return correct.astype(jnp.float32)
 
 

@@ -1,5 +1,6 @@
 """What the learners share, written once (train_chunk: all five; the rest: the control agents).
 
+* ``learner_key`` / ``eval_key``: the one key rule of every population (see below);
 * ``train_chunk``: ``num_updates`` consecutive ``update`` calls of one agent as one ``lax.scan``
   (the unit the host loop compiles, vmaps over the population and calls between syncs);
 * ``annealed_lr``: the linear learning-rate decay to 0 over the run;
@@ -18,6 +19,24 @@ from rljax.nets import q_heads
 
 State = TypeVar("State")
 Config = TypeVar("Config")
+
+# The key rule. Learner ``s`` of every grid point of a run with seed ``seed`` starts from
+# ``fold_in(PRNGKey(seed), s)`` (grid points share their seeds' keys: common random numbers,
+# so a comparison between grid points is paired, and a member equals its solo run). The
+# evaluation branch is ``fold_in(PRNGKey(seed), EVAL_BRANCH)``: learner indices stay below
+# 2**31 (``MAX_LEARNERS``), so no learner key, and no key derived from one, is an evaluation key.
+EVAL_BRANCH = 2**32 - 1
+MAX_LEARNERS = 2**31
+
+
+def learner_key(seed, index) -> jax.Array:
+    """The root key of learner ``index`` (its seed index within a grid point) of run ``seed``."""
+    return jax.random.fold_in(jax.random.PRNGKey(seed), index)
+
+
+def eval_key(seed) -> jax.Array:
+    """The root of run ``seed``'s evaluation keys; evaluation ``i`` uses ``fold_in(root, i)``."""
+    return jax.random.fold_in(jax.random.PRNGKey(seed), EVAL_BRANCH)
 
 
 def train_chunk(

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax import offline_data
+from rljax import checks, offline_data
 from rljax.agents import learner
 from rljax.losses import offline as offline_losses
 from rljax.losses import reduce
@@ -83,15 +83,18 @@ HPARAM_RULES = {
 }
 
 
+def env_steps_per_update(config: Config) -> int:
+    """Dataset transitions one update trains on (no environment steps: the data is fixed)."""
+    return config.batch_size
+
+
 def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     if config.algo not in ALGOS:
         raise ValueError(f"offline.algo={config.algo!r} is unknown; valid: {', '.join(ALGOS)}")
     for field, low in (("num_actions", 2), ("batch_size", 1), ("num_quantiles", 2),
                        ("target_update_every", 1), ("num_updates", 1)):  # fmt: skip
-        number = getattr(config, field)
-        if not isinstance(number, int) or isinstance(number, bool) or number < low:
-            raise ValueError(f"offline.{field}={number!r} is invalid; allowed: an integer >= {low}")
+        checks.check_int(f"offline.{field}", getattr(config, field), low=low)
     if config.activation not in ACTIVATIONS:
         raise ValueError(
             f"offline.activation={config.activation!r} is unknown; valid: {', '.join(ACTIVATIONS)}"

@@ -17,7 +17,7 @@ import jax.flatten_util
 import jax.numpy as jnp
 import optax
 
-from rljax import returns
+from rljax import checks, returns
 from rljax.agents import learner
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
@@ -65,8 +65,7 @@ def validate(config: Config) -> None:
         "num_updates": config.num_updates,
     }
     for field, number in positive.items():
-        if not isinstance(number, int) or number < 1:
-            raise ValueError(f"ppo.{field}={number!r} is invalid; allowed: an integer >= 1")
+        checks.check_int(f"ppo.{field}", number, low=1)
     batch = config.num_envs * config.num_steps
     if batch % config.num_minibatches:
         raise ValueError(

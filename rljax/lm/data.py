@@ -42,3 +42,9 @@ def encode_problems(task: Task, problems: list[Problem]) -> SeqBatch:
         answers, completion_length(task)
     )
     return SeqBatch(prompt_tokens, prompt_mask, completion_tokens, completion_mask)
+
+
+def spread(problems: list, count: int) -> list:
+    """`count` problems evenly spaced over a level-sorted list, so every level is represented."""
+    picks = np.linspace(0, len(problems) - 1, min(count, len(problems)))
+    return [problems[int(round(i))] for i in picks]

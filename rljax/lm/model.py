@@ -1,9 +1,20 @@
-"""A decoder-only transformer in flax: pre-norm (RMSNorm), RoPE, GELU MLP, optional KV cache.
+"""One decoder-only transformer in flax: pre-norm (RMSNorm), RoPE, optional KV cache.
 
-One `forward` serves training (full sequence, no cache), prefill and single-token decoding (cache).
-Attention takes an explicit boolean mask `[B, T, S]` (query t may attend key slot s), so left
-padding, causality and cache validity are all the caller's visible choice.
-Sizes from ~0.5M to ~50M parameters come from `TransformerConfig` alone.
+`TransformerConfig.family` switches the few places where the families differ:
+
+  tiny   rljax's from-scratch model (the default): fused qkv kernel, GELU MLP with biases,
+         untied head. Sizes from ~0.5M to ~50M parameters come from the config alone.
+  llama  Llama 3.x: separate q/k/v, grouped-query attention, SwiGLU MLP, RoPE with the
+         "llama3" or "linear" frequency scaling, tied or untied embeddings.
+  qwen2  Qwen2 / Qwen2.5: llama plus biases on the q/k/v projections.
+  qwen3  Qwen3: llama plus an RMSNorm over each head of q and k before RoPE.
+
+Hugging Face checkpoints of the last three load through `rljax.lm.hf`. One `forward` serves
+training (full sequence, no cache), prefill and single-token decoding (cache). Attention takes an
+explicit boolean mask `[B, T, S]` (query t may attend key slot s), so left padding, causality and
+cache validity are all the caller's visible choice. `dtype="bfloat16"` runs the parameters (cast
+from their float32 masters inside `forward`) and activations in bf16, with attention softmax,
+norms' statistics and the returned logits in float32.
 """
 
 from __future__ import annotations
@@ -16,6 +27,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+FAMILIES = ("tiny", "llama", "qwen2", "qwen3")
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
 
 @dataclasses.dataclass(frozen=True)
 class TransformerConfig:
@@ -26,16 +40,71 @@ class TransformerConfig:
     d_ff: int = 512  # MLP hidden width
     max_len: int = 64  # longest prompt + completion, in tokens
     rope_base: float = 10_000.0  # RoPE frequency base
+    family: str = "tiny"  # tiny | llama | qwen2 | qwen3 (module docstring)
+    n_kv_heads: int = 0  # key/value heads (grouped-query attention); 0: n_heads
+    head_dim: int = 0  # width of one head; 0: d_model // n_heads
+    norm_eps: float = 1e-6  # RMSNorm epsilon
+    tie_embeddings: bool = False  # logits = x @ embedding^T (no separate head)
+    # RoPE frequency scaling: () none; ("linear", factor); ("llama3", factor, low_freq_factor,
+    # high_freq_factor, original_max_position_embeddings).
+    rope_scaling: tuple = ()
+    dtype: str = "float32"  # float32 | bfloat16: parameters (float32 masters) and activations
+    eos_ids: tuple[int, ...] = (2,)  # tokens that end a completion (tokenizer.EOS)
+    pad_id: int = 0  # written after the end of a completion (tokenizer.PAD)
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TransformerConfig.{name}={getattr(self, name)} must be >= 1")
-        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+        if self.family not in FAMILIES:
+            raise ValueError(f"TransformerConfig.family={self.family!r}; allowed: {FAMILIES}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"TransformerConfig.dtype={self.dtype!r}; allowed: {tuple(DTYPES)}")
+        if self.head_dim == 0 and self.d_model % self.n_heads:
             raise ValueError(
                 f"TransformerConfig.d_model={self.d_model} must be a multiple of 2*n_heads "
                 f"(n_heads={self.n_heads}) so that RoPE sees even head widths"
             )
+        if self.head_size % 2 or self.head_dim < 0:
+            raise ValueError(
+                f"TransformerConfig.head_dim={self.head_size} must be even and >= 0 (RoPE "
+                f"rotates pairs); with head_dim=0, d_model={self.d_model} must be a multiple of "
+                f"2*n_heads (n_heads={self.n_heads})"
+            )
+        if self.n_kv_heads < 0 or self.n_heads % self.kv_heads:
+            raise ValueError(
+                f"TransformerConfig.n_kv_heads={self.n_kv_heads} must divide "
+                f"n_heads={self.n_heads} (0: n_heads)"
+            )
+        if self.family == "tiny" and (self.kv_heads != self.n_heads or self.head_dim):
+            raise ValueError(
+                f"TransformerConfig.family='tiny' has one key/value head per query head and "
+                f"head_dim=d_model/n_heads (got n_kv_heads={self.n_kv_heads}, "
+                f"head_dim={self.head_dim}); use family=llama for grouped-query attention"
+            )
+        kind = self.rope_scaling[0] if self.rope_scaling else None
+        if kind not in (None, "linear", "llama3") or len(self.rope_scaling) not in (0, 2, 5):
+            raise ValueError(
+                f"TransformerConfig.rope_scaling={self.rope_scaling!r}; allowed: (), "
+                f"('linear', factor), ('llama3', factor, low, high, original_max_len)"
+            )
+        if not self.eos_ids or not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(
+                f"TransformerConfig.eos_ids={self.eos_ids} must be non-empty and "
+                f"pad_id={self.pad_id} in [0, vocab_size={self.vocab_size})"
+            )
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def head_size(self) -> int:
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def compute_dtype(self):
+        return DTYPES[self.dtype]
 
 
 class KVCache(NamedTuple):
@@ -51,17 +120,41 @@ class KVCache(NamedTuple):
 
 def init_cache(cfg: TransformerConfig, batch: int, length: int) -> KVCache:
     """An all-zero cache of `length` slots (validity is tracked by the caller's attention mask)."""
-    shape = (batch, cfg.n_heads, length, cfg.d_model // cfg.n_heads)
-    zeros = tuple(jnp.zeros(shape, jnp.float32) for _ in range(cfg.n_layers))
+    shape = (batch, cfg.kv_heads, length, cfg.head_size)
+    zeros = tuple(jnp.zeros(shape, cfg.compute_dtype) for _ in range(cfg.n_layers))
     return KVCache(zeros, zeros)
 
 
-def rope(x: jax.Array, positions: jax.Array, base: float) -> jax.Array:
-    """Rotary position embedding (Su et al. 2021) of `x [B, T, H, D]` at `positions [B, T]`."""
-    half = x.shape[-1] // 2
+def rope_frequencies(head_dim: int, base: float, scaling: tuple = ()) -> jax.Array:
+    """RoPE's `[D/2]` angular frequencies θ_i = base^(-2i/D), rescaled by `scaling`.
+
+    "linear" divides every θ_i by the factor (positions stretched). "llama3" (Llama 3.1) keeps
+    the high frequencies (wavelength 2π/θ < original_len / high_freq_factor), divides the low ones
+    (wavelength > original_len / low_freq_factor) by the factor and interpolates smoothly between.
+    """
+    half = head_dim // 2
     freqs = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
+    if not scaling:
+        return freqs
+    if scaling[0] == "linear":
+        return freqs / scaling[1]
+    _, factor, low, high, original = scaling
+    wavelength = 2 * jnp.pi / freqs
+    smooth = (original / wavelength - low) / (high - low)
+    mid = (1 - smooth) * freqs / factor + smooth * freqs
+    scaled = jnp.where(wavelength > original / low, freqs / factor, freqs)
+    between = (wavelength >= original / high) & (wavelength <= original / low)
+    return jnp.where(between, mid, scaled)
+
+
+def rope(x: jax.Array, positions: jax.Array, base: float, scaling: tuple = ()) -> jax.Array:
+    """Rotary position embedding (Su et al. 2021) of `x [B, T, H, D]` at `positions [B, T]`:
+    the pairs (x_i, x_{i+D/2}) rotate by the angle position·θ_i (`rope_frequencies`)."""
+    half = x.shape[-1] // 2
+    freqs = rope_frequencies(x.shape[-1], base, scaling)
     angles = positions[..., None].astype(jnp.float32) * freqs  # [B, T, D/2]
     sin, cos = jnp.sin(angles)[:, :, None, :], jnp.cos(angles)[:, :, None, :]
+    sin, cos = sin.astype(x.dtype), cos.astype(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -72,29 +165,54 @@ class _Block(nn.Module):
     @nn.compact
     def __call__(self, x, positions, attn_mask, layer_cache, cache_index):
         cfg = self.cfg
-        head_dim = cfg.d_model // cfg.n_heads
-        h = nn.RMSNorm(name="attn_norm")(x)
-        qkv = nn.DenseGeneral((3, cfg.n_heads, head_dim), use_bias=False, name="qkv")(h)
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # [B, T, H, D]
-        q, k = rope(q, positions, cfg.rope_base), rope(k, positions, cfg.rope_base)
-        if layer_cache is None:  # a whole sequence: keys and values as computed, [B, T, H, D]
-            logits = jnp.einsum("bthd,bshd->bhts", q, k)
-        else:  # decoding: written into the cache's [B, H, S, D] slots, read in that layout
+        head_dim, eps = cfg.head_size, cfg.norm_eps
+        h = nn.RMSNorm(eps, name="attn_norm")(x)
+        if cfg.family == "tiny":  # one fused kernel
+            qkv = nn.DenseGeneral((3, cfg.n_heads, head_dim), use_bias=False, name="qkv")(h)
+            q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # [B, T, H, D]
+        else:  # separate projections; K = kv_heads <= H
+            bias = cfg.family == "qwen2"
+            q = nn.DenseGeneral((cfg.n_heads, head_dim), use_bias=bias, name="q")(h)
+            k = nn.DenseGeneral((cfg.kv_heads, head_dim), use_bias=bias, name="k")(h)
+            v = nn.DenseGeneral((cfg.kv_heads, head_dim), use_bias=bias, name="v")(h)
+            if cfg.family == "qwen3":
+                q = nn.RMSNorm(eps, name="q_norm")(q)
+                k = nn.RMSNorm(eps, name="k_norm")(k)
+        q = rope(q, positions, cfg.rope_base, cfg.rope_scaling)
+        k = rope(k, positions, cfg.rope_base, cfg.rope_scaling)
+        if (
+            layer_cache is not None
+        ):  # decoding: written into the cache's [B, H, S, D] slots, read in that layout
             k_cache, v_cache = layer_cache
             k, v = jnp.swapaxes(k, 1, 2), jnp.swapaxes(v, 1, 2)
             k = jax.lax.dynamic_update_slice_in_dim(k_cache, k, cache_index, axis=2)
             v = jax.lax.dynamic_update_slice_in_dim(v_cache, v, cache_index, axis=2)
-            logits = jnp.einsum("bthd,bhsd->bhts", q, k)
-        logits = logits / jnp.sqrt(head_dim).astype(q.dtype)
+        # Without a cache, keys and values stay as computed, [B, T, K, D].
+        new_kv = (k, v)
+        head_axis = 2 if layer_cache is None else 1
+        if cfg.kv_heads != cfg.n_heads:  # query head h reads key/value head h // (H/K)
+            k = jnp.repeat(k, cfg.n_heads // cfg.kv_heads, axis=head_axis)
+            v = jnp.repeat(v, cfg.n_heads // cfg.kv_heads, axis=head_axis)
+        scores = "bthd,bshd->bhts" if layer_cache is None else "bthd,bhsd->bhts"
+        if cfg.dtype == "float32":
+            logits = jnp.einsum(scores, q, k)
+        else:  # bf16 products, float32 accumulation and softmax
+            logits = jnp.einsum(scores, q, k, preferred_element_type=jnp.float32)
+        logits = logits / jnp.sqrt(head_dim).astype(logits.dtype)
         logits = jnp.where(attn_mask[:, None], logits, jnp.finfo(logits.dtype).min)
-        weights = jax.nn.softmax(logits, axis=-1)
+        weights = jax.nn.softmax(logits, axis=-1).astype(v.dtype)
         mix = "bhts,bshd->bthd" if layer_cache is None else "bhts,bhsd->bthd"
         out = jnp.einsum(mix, weights, v)
         x = x + nn.DenseGeneral(cfg.d_model, axis=(-2, -1), use_bias=False, name="out")(out)
-        h = nn.RMSNorm(name="mlp_norm")(x)
-        h = nn.Dense(cfg.d_ff, name="mlp_in")(h)
-        x = x + nn.Dense(cfg.d_model, name="mlp_out")(jax.nn.gelu(h))
-        return x, (k, v)
+        h = nn.RMSNorm(eps, name="mlp_norm")(x)
+        if cfg.family == "tiny":
+            h = nn.Dense(cfg.d_ff, name="mlp_in")(h)
+            x = x + nn.Dense(cfg.d_model, name="mlp_out")(jax.nn.gelu(h))
+        else:  # SwiGLU: down(silu(gate h) * up h)
+            gate = nn.Dense(cfg.d_ff, use_bias=False, name="gate")(h)
+            up = nn.Dense(cfg.d_ff, use_bias=False, name="up")(h)
+            x = x + nn.Dense(cfg.d_model, use_bias=False, name="down")(jax.nn.silu(gate) * up)
+        return x, new_kv
 
 
 class Transformer(nn.Module):
@@ -105,7 +223,8 @@ class Transformer(nn.Module):
     @nn.compact
     def __call__(self, tokens, positions, attn_mask, cache: KVCache | None = None, cache_index=0):
         cfg = self.cfg
-        x = nn.Embed(cfg.vocab_size, cfg.d_model, name="embed")(tokens)
+        embed = nn.Embed(cfg.vocab_size, cfg.d_model, dtype=cfg.compute_dtype, name="embed")
+        x = embed(tokens)
         new_k, new_v = [], []
         for layer in range(cfg.n_layers):
             layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
@@ -114,8 +233,11 @@ class Transformer(nn.Module):
             )
             new_k.append(k)
             new_v.append(v)
-        x = nn.RMSNorm(name="final_norm")(x)
-        logits = nn.Dense(cfg.vocab_size, use_bias=False, name="head")(x)
+        x = nn.RMSNorm(cfg.norm_eps, name="final_norm")(x)
+        if cfg.tie_embeddings:
+            logits = embed.attend(x)
+        else:
+            logits = nn.Dense(cfg.vocab_size, use_bias=False, name="head")(x)
         new_cache = None if cache is None else KVCache(tuple(new_k), tuple(new_v))
         return logits.astype(jnp.float32), new_cache
 
@@ -136,7 +258,15 @@ def forward(params, cfg: TransformerConfig, tokens, positions, attn_mask, cache=
     """Applies the transformer. Shapes: tokens/positions `[B, T]`, attn_mask `[B, T, S]` bool,
     with S = T without a cache and S = cache length with one. Returns (logits [B, T, V], cache)."""
     chex.assert_rank([tokens, positions, attn_mask], [2, 2, 3])
+    if cfg.dtype != "float32":  # the float32 masters stay outside; gradients flow through
+        params = cast(params, cfg.compute_dtype)
     return Transformer(cfg).apply({"params": params}, tokens, positions, attn_mask, cache, index)
+
+
+def cast(params, dtype):
+    """The floating-point leaves of `params` cast to `dtype` (others unchanged)."""
+    floating = lambda x: jnp.issubdtype(x.dtype, jnp.floating)  # noqa: E731
+    return jax.tree.map(lambda x: x.astype(dtype) if floating(x) else x, params)
 
 
 def positions_from_mask(mask: jax.Array) -> jax.Array:
@@ -152,3 +282,27 @@ def causal_mask(mask: jax.Array) -> jax.Array:
     causal = jnp.tril(jnp.ones((length, length), bool))
     keys = mask.astype(bool)[:, None, :] | jnp.eye(length, dtype=bool)[None]
     return causal[None] & keys
+
+
+# Fields added after the tiny model's SFT bases were first cached, with their defaults: a
+# fingerprint leaves them out while they keep these values, so cached bases stay valid.
+_LATER_FIELDS = {
+    "family": "tiny",
+    "n_kv_heads": 0,
+    "head_dim": 0,
+    "norm_eps": 1e-6,
+    "tie_embeddings": False,
+    "rope_scaling": (),
+    "dtype": "float32",
+    "eos_ids": (2,),
+    "pad_id": 0,
+}
+
+
+def fingerprint(cfg: TransformerConfig) -> dict:
+    """`dataclasses.asdict(cfg)` without the later fields that hold their defaults."""
+    out = dataclasses.asdict(cfg)
+    for name, default in _LATER_FIELDS.items():
+        if out[name] == default:
+            del out[name]
+    return out

@@ -24,7 +24,22 @@ from rljax.lm import presets
 from rljax.losses import kl as kl_lib
 from rljax.losses import policy_gradient
 
-_SEQUENCE_CODES = tuple(presets.POLICY_LOSSES.index(n) for n in presets.SEQUENCE_LOSSES)
+
+def select(code: jax.Array, options: dict[str, jax.Array], names: tuple[str, ...], what: str):
+    """`options[names[code]]`: the option a learner's integer code names, by name.
+
+    Every name of the preset table must have exactly one option and every option a name, so a
+    choice added to `rljax.lm.presets` without its implementation fails here, at trace time,
+    instead of silently training as another option (codes are positions in `names`).
+    """
+    missing = [n for n in names if n not in options]
+    unknown = [n for n in options if n not in names]
+    if missing or unknown:
+        raise ValueError(
+            f"{what}: no implementation of {missing} / implementations of unknown names "
+            f"{unknown}; every name of rljax.lm.presets needs exactly one"
+        )
+    return jnp.stack([options[n] for n in names])[code]
 
 
 class Choice(NamedTuple):
@@ -45,24 +60,28 @@ class Choice(NamedTuple):
 
 def advantages(choice: Choice, rewards: jax.Array, mask: jax.Array, r_max: float) -> jax.Array:
     """The chosen group advantage of `rewards [B, G]` with `mask [B, G]`; `[B, G]`."""
-    options = jnp.stack(
-        [
-            returns.grpo_advantages(rewards, mask),
-            returns.dr_grpo_advantages(rewards, mask),
-            returns.lite_ppo_advantages(rewards, mask),
-            returns.batch_advantages(rewards, mask),
-            returns.rloo_advantages(rewards, mask),
-            returns.ngrpo_advantages(rewards, mask, r_max=r_max),
-        ]
-    )
-    return options[choice.advantage]
+    options = {
+        "grpo": returns.grpo_advantages(rewards, mask),
+        "dr_grpo": returns.dr_grpo_advantages(rewards, mask),
+        "lite_ppo": returns.lite_ppo_advantages(rewards, mask),
+        "batch": returns.batch_advantages(rewards, mask),
+        "rloo": returns.rloo_advantages(rewards, mask),
+        "ngrpo": returns.ngrpo_advantages(rewards, mask, r_max=r_max),
+    }
+    return select(choice.advantage, options, presets.ADVANTAGES, "advantage")
 
 
 def token_kl(code: jax.Array, logp: jax.Array, ref_logp: jax.Array) -> jax.Array:
     """Per-token k1 / k2 / k3 estimate of KL(π‖π_ref) for divergence `code` (0 otherwise)."""
-    k = jnp.stack([kl_lib.k1(logp, ref_logp), kl_lib.k2(logp, ref_logp), kl_lib.k3(logp, ref_logp)])
-    index = code - presets.DIVERGENCES.index("k1")
-    return jnp.where((index >= 0) & (index < 3), k[jnp.clip(index, 0, 2)], 0.0)
+    zero = jnp.zeros_like(logp)
+    options = {
+        "k1": kl_lib.k1(logp, ref_logp),
+        "k2": kl_lib.k2(logp, ref_logp),
+        "k3": kl_lib.k3(logp, ref_logp),
+        # no token estimate: none, and the divergences estimated on reference samples
+        **{name: zero for name in ("none", *presets.SAMPLE_DIVERGENCES)},
+    }
+    return select(code, options, presets.DIVERGENCES, "divergence")
 
 
 def kl_reward_penalty(choice: Choice, old_logp, ref_logp, mask) -> jax.Array:
@@ -70,7 +89,7 @@ def kl_reward_penalty(choice: Choice, old_logp, ref_logp, mask) -> jax.Array:
 
     Matches `kl.kl_in_reward` summed over tokens: the sequence keeps R − β Σ_t kl_t.
     """
-    in_reward = choice.placement == presets.PLACEMENTS.index("reward")
+    in_reward = choice.placement == presets.PLACEMENTS.index("reward")  # by name, not position
     penalty = jnp.sum(token_kl(choice.divergence, old_logp, ref_logp) * mask, axis=1)
     return jnp.where(in_reward, choice.kl_coef * penalty, 0.0)
 
@@ -96,15 +115,13 @@ def token_weights(code: jax.Array, mask: jax.Array, norms: Norms, max_len: float
     """Weights `w [M, A]` with `Σ w ℓ` the chosen aggregation of per-token losses `ℓ`."""
     length = jnp.maximum(jnp.sum(mask, axis=1, keepdims=True), 1.0)
     n_seq = jnp.maximum(norms.sequences, 1.0)
-    options = jnp.stack(
-        [
-            mask / jnp.maximum(norms.tokens, 1.0),  # token_mean
-            mask / (length * n_seq),  # seq_mean_token_mean
-            mask / n_seq,  # seq_mean_token_sum
-            mask / (n_seq * max_len),  # seq_mean_token_sum_norm (Dr.GRPO)
-        ]
-    )
-    return options[code]
+    options = {
+        "token_mean": mask / jnp.maximum(norms.tokens, 1.0),
+        "seq_mean_token_mean": mask / (length * n_seq),
+        "seq_mean_token_sum": mask / n_seq,
+        "seq_mean_token_sum_norm": mask / (n_seq * max_len),  # Dr.GRPO
+    }
+    return select(code, options, presets.AGGREGATIONS, "aggregation")
 
 
 class MicroBatch(NamedTuple):
@@ -152,11 +169,11 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
         mb.mask,
         rho=choice.rover_rho,
     )
-    # Indexed by policy-loss code; the sequence-level losses' slots (gspo, pacs) are unused here.
-    options = {"ppo_clip": ppo, "cispo": cispo, "reinforce": reinforce, "nft": nft, "rover": rover}
-    zero = jnp.zeros_like(ppo)
-    per_token = jnp.stack([options.get(name, zero) for name in presets.POLICY_LOSSES])
-    token_loss = jnp.sum(per_token[choice.policy_loss] * w)
+    token = {"ppo_clip": ppo, "cispo": cispo, "reinforce": reinforce, "nft": nft, "rover": rover}
+    sequence_names = presets.SEQUENCE_LOSSES  # their per-token slot is zero (explicitly)
+    token.update({name: jnp.zeros_like(ppo) for name in sequence_names})
+    per_token = select(choice.policy_loss, token, presets.POLICY_LOSSES, "policy_loss")
+    token_loss = jnp.sum(per_token * w)
 
     has_tok = jnp.any(mb.mask > 0, axis=1).astype(mb.logp.dtype)
     u = has_tok / jnp.maximum(norms.sequences, 1.0)
@@ -173,9 +190,16 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
         has_tok.reshape(groups, mb.group_size),
         beta=choice.pacs_beta,
     ).reshape(-1)
-    seq_loss = jnp.sum(jnp.where(choice.policy_loss == _SEQUENCE_CODES[0], gspo, pacs) * u)
-    is_sequence = jnp.isin(choice.policy_loss, jnp.asarray(_SEQUENCE_CODES))
-    loss = jnp.where(is_sequence, seq_loss, token_loss)
+    sequence = {"gspo": gspo, "pacs": pacs}
+    if set(sequence) != set(sequence_names):
+        raise ValueError(
+            f"policy_loss: sequence-level losses {sorted(sequence)} implemented, "
+            f"{sorted(sequence_names)} named in rljax.lm.presets.SEQUENCE_LOSSES"
+        )
+    sequence.update({n: jnp.zeros_like(gspo) for n in presets.POLICY_LOSSES if n not in sequence})
+    seq_loss = jnp.sum(select(choice.policy_loss, sequence, presets.POLICY_LOSSES, "policy") * u)
+    codes = jnp.asarray([presets.POLICY_LOSSES.index(n) for n in sequence_names])
+    loss = jnp.where(jnp.isin(choice.policy_loss, codes), seq_loss, token_loss)
 
     ratio = jnp.exp(jnp.clip(mb.logp - mb.old_logp, -20.0, 20.0))
     clipped = ((ratio > 1 + choice.eps_high) | (ratio < 1 - choice.eps_low)).astype(w.dtype)
@@ -216,3 +240,30 @@ def sample_divergence(
         code == presets.DIVERGENCES.index("js"), js, 0.0
     )
     return jnp.sum(value) / jnp.maximum(norms.references, 1.0)
+
+
+def micro_schedule(config, hp, mask: jax.Array, key):
+    """Rows, normalizers, and active / apply flags of every micro-step `[E_max × M_max]`.
+
+    `config`: the learner's static config (B, G, E_max, M_max, reference samples); `hp`: its
+    `Hparams` (num_epochs, num_minibatches); `mask [B × G, A]`; `key` orders the groups.
+    """
+    B, G = config.prompts_per_step, config.group_size
+    E, M = config.max_epochs, config.max_minibatches
+    per_micro = B // M
+    # fold_in per epoch: epoch e's order does not depend on how many epochs the population runs.
+    perms = jnp.stack([jax.random.permutation(jax.random.fold_in(key, e), B) for e in range(E)])
+    groups = perms.reshape(E, M, per_micro)
+    rows = (groups[..., None] * G + jnp.arange(G)).reshape(E, M, per_micro * G)
+    micro_mask = mask[rows]  # [E, M, rows, A]
+    tokens = jnp.sum(micro_mask, axis=(2, 3))
+    seqs = jnp.sum(jnp.any(micro_mask > 0, axis=3), axis=2).astype(jnp.float32)
+    k = M // jnp.maximum(hp.num_minibatches, 1)  # micro-batches per AdamW step
+    minibatch = jnp.arange(M) // k
+    same = (minibatch[:, None] == minibatch[None, :]).astype(jnp.float32)  # [M, M]
+    refs = jnp.full((E, M), per_micro * config.reference_samples, jnp.float32) @ same
+    norms = Norms(tokens @ same, seqs @ same, refs)
+    active = jnp.broadcast_to(jnp.arange(E)[:, None] < hp.num_epochs, (E, M))
+    apply = active & ((jnp.arange(M) + 1) % k == 0)[None, :]
+    flat = lambda x: x.reshape(E * M, *x.shape[2:])  # noqa: E731
+    return flat(rows), flat(groups), jax.tree.map(flat, norms), flat(active), flat(apply)

@@ -133,6 +133,22 @@ PRESETS = {
 FIELDS = tuple(_COMMON)  # every field a preset sets, and so every field a sweep may name
 
 
+_INF = float("inf")
+# The float fields: field -> (check, what is allowed). `rljax.agents.grpo.HPARAM_RULES` is this.
+HPARAM_RULES = {
+    **{
+        f: (lambda v: 0 <= v < _INF, "a finite >= 0")
+        for f in ("eps_low", "eps_high", "kl_coef", "entropy_coef", "weight_decay", "ucb_c")
+    },
+    # scales of a log-ratio: 0 would erase the loss
+    **{f: (lambda v: 0 < v < _INF, "a finite > 0") for f in ("pacs_beta", "rover_rho")},
+    "learning_rate": (lambda v: 0 < v < 1, "in (0, 1)"),
+    "curriculum_temp": (lambda v: 0 < v < _INF, "a finite > 0"),
+    "curriculum_lr": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "balance_delta": (lambda v: 0 <= v <= 0.5, "in [0, 0.5]"),
+}
+
+
 def _choose(field: str, name, table) -> int:
     if name not in table:
         raise ValueError(f"{field}={name!r} is unknown; valid: {', '.join(table)}")
@@ -155,18 +171,10 @@ def check(values: dict) -> None:
     """Validates one learner's resolved fields; raises ValueError naming field, value, range."""
     for field, table in CHOICES.items():
         _choose(f"rl.{field}", values[field], table)
-    for field in (
-        "eps_low", "eps_high", "kl_coef", "entropy_coef", "pacs_beta", "rover_rho",
-        "weight_decay", "ucb_c",
-    ):  # fmt: skip
+    for field, (ok, allowed) in HPARAM_RULES.items():
         v = float(values[field])
-        if not v >= 0 or v != v or v == float("inf"):
-            raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite >= 0")
-    for field in ("pacs_beta", "rover_rho"):  # scales of a log-ratio: 0 would erase the loss
-        if not float(values[field]) > 0:
-            raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: a finite > 0")
-    if not 0 < float(values["learning_rate"]) < 1:
-        raise ValueError(f"rl.learning_rate={values['learning_rate']!r}; allowed: in (0, 1)")
+        if not (v == v and ok(v)):
+            raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: {allowed}")
     for field in ("num_epochs", "num_minibatches"):
         v = values[field]
         if isinstance(v, bool) or int(v) != v or not 1 <= v <= 64:
@@ -192,15 +200,7 @@ def check(values: dict) -> None:
 
 
 def _check_curriculum(values: dict) -> None:
-    temp, lr, delta = (
-        float(values[f]) for f in ("curriculum_temp", "curriculum_lr", "balance_delta")
-    )
-    if not 0 < temp < float("inf"):
-        raise ValueError(f"rl.curriculum_temp={values['curriculum_temp']!r}; allowed: a finite > 0")
-    if not 0 < lr <= 1:
-        raise ValueError(f"rl.curriculum_lr={values['curriculum_lr']!r}; allowed: in (0, 1]")
-    if not 0 <= delta <= 0.5:
-        raise ValueError(f"rl.balance_delta={values['balance_delta']!r}; allowed: in [0, 0.5]")
+    delta = float(values["balance_delta"])
     if delta < 0.5 and not values["dynamic_sampling"]:
         raise ValueError(
             f"rl.balance_delta={values['balance_delta']!r} with rl.dynamic_sampling=0 would be "

@@ -1,11 +1,19 @@
-"""Results of an LM RL run: pass@k plots (base vs RL), training curves, markdown + JSON tables."""
+"""Results of an LM RL run: the final held-out evaluation of the base and every learner, pass@k
+plots (base vs RL), markdown + JSON tables (mean and 95% intervals over seeds per grid point)."""
 
 from __future__ import annotations
 
 import json
 import os
 
+import jax
 import matplotlib
+import numpy as np
+
+from rljax import stats
+from rljax.lm import rollout
+from rljax.lm.data import spread
+from rljax.lm.tasks import TASKS
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -71,3 +79,113 @@ def write_tables(results: dict[str, dict], extra: dict, workdir: str) -> str:
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump({"results": results, **extra}, f, indent=1)
     return markdown
+
+
+def _label(point: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in point.items()) or "default"
+
+
+def evaluate_learners(run, agent_cfg, states, base_params, test, points, key):
+    """Final held-out evaluation of the base and every learner with the host verifiers.
+
+    `run`: the `rljax.train.lm_experiment.LMRunConfig`; `key`: the evaluation key (shared by all).
+    """
+    task = TASKS[run.task]
+    problems = spread(test, run.final_problems)
+
+    def evaluate(params):
+        return rollout.evaluate(
+            params,
+            agent_cfg.model,
+            task,
+            problems,
+            key,
+            num_samples=run.final_samples,
+            temperature=run.temperature,
+            top_p=run.top_p,
+        )
+
+    base = evaluate(base_params)
+    params = jax.device_get(states.params)
+    learners = []
+    for a in range(len(points) * run.num_seeds):
+        learners.append(evaluate(jax.tree.map(lambda x, a=a: x[a], params)))
+    return base, learners
+
+
+def write_report(run, points, values, base, learners, timings, workdir) -> str:
+    """Per grid point over seeds: pass@1 / pass@n / gain with 95% intervals; plots; tables."""
+    n = run.final_samples
+    arms, compare, curves = {}, {}, {}
+    for g, point in enumerate(points):
+        members = learners[g * run.num_seeds : (g + 1) * run.num_seeds]
+        name = _label(point)
+        gain = [m["pass@1"] - base["pass@1"] for m in members]
+        arms[name] = {
+            "pass@1": stats.summarize([m["pass@1"] for m in members]),
+            f"pass@{n}": stats.summarize([m[f"pass@{n}"] for m in members]),
+            "gain_pass@1": stats.summarize(gain),
+            "distinct_correct": stats.summarize(
+                [m["distinct_correct_per_problem"] for m in members]
+            ),
+            "hparams": values[g],
+        }
+        curves[name] = {"pass_at_k": _mean_curve(members)}
+    if len(points) > 1:
+        first = _label(points[0])
+        for g, point in enumerate(points[1:], 1):
+            a = [m["pass@1"] for m in learners[g * run.num_seeds : (g + 1) * run.num_seeds]]
+            b = [m["pass@1"] for m in learners[: run.num_seeds]]
+            compare[f"{_label(point)} vs {first}"] = stats.compare(a, b)
+    lines = [
+        f"# RLVR population: {run.task}, {len(points)} grid point(s) x {run.num_seeds} seed(s)",
+        "",
+        f"Base: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f} "
+        f"({base['num_problems']} held-out problems, n = {n}). Intervals: 95% bootstrap over "
+        "seeds.",
+        "",
+        f"| grid point | pass@1 | pass@{n} | pass@1 gain over base | distinct correct |",
+        "|---|---|---|---|---|",
+    ]
+    for name, arm in arms.items():
+        lines.append(
+            f"| {name} | {stats.format_interval(arm['pass@1'])} | "
+            f"{stats.format_interval(arm[f'pass@{n}'])} | "
+            f"{stats.format_interval(arm['gain_pass@1'])} | "
+            f"{stats.format_interval(arm['distinct_correct'], digits=2)} |"
+        )
+    if compare:
+        lines += [
+            "",
+            "| comparison (pass@1) | difference [95% CI] | P(improvement) |",
+            "|---|---|---|",
+        ]
+        for name, c in compare.items():
+            lo, hi = c["diff_ci"]
+            lines.append(
+                f"| {name} | {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] | "
+                f"{c['prob_improvement']:.2f} |"
+            )
+    lines += ["", *(f"- {k}: {v}" for k, v in timings.items())]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(workdir, "results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(workdir, "results.json"), "w") as f:
+        json.dump(
+            {"base": base, "arms": arms, "compare": compare, "learners": learners, **timings},
+            f,
+            indent=1,
+        )
+    plot_pass_at_k(
+        {"base": base, **curves},
+        os.path.join(workdir, "pass_at_k.png"),
+        f"{run.task}: base vs RL (mean over {run.num_seeds} seed(s))",
+    )
+    return text
+
+
+def _mean_curve(members: list[dict]) -> dict:
+    stacked = {
+        k: np.mean([m["pass_at_k"][k] for m in members], axis=0) for k in ("pass", "low", "high")
+    }
+    return {"k": members[0]["pass_at_k"]["k"], **{k: v.tolist() for k, v in stacked.items()}}

@@ -1,9 +1,10 @@
 """Batched autoregressive sampling with a KV cache under `jit`, at fixed shapes.
 
 The prompt `[B, P]` is prefilled once into a cache of P + A slots, then a `lax.scan` draws A tokens
-one at a time (temperature, nucleus/top-p). After a row emits EOS it keeps running (fixed shapes)
-but writes PAD with mask 0. `sample_recompute` is the slow reference that re-runs the whole
-sequence at every step; the two agree token for token for the same key (tests/lm).
+one at a time (temperature, nucleus/top-p). After a row emits one of `cfg.eos_ids` (EOS, or a
+chat model's stop tokens) it keeps running (fixed shapes) but writes `cfg.pad_id` with mask 0.
+`sample_recompute` is the slow reference that re-runs the whole sequence at every step; the two
+agree token for token for the same key (tests/lm).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from rljax.lm import tokenizer
 from rljax.lm.model import TransformerConfig, forward, init_cache, positions_from_mask
 
 
@@ -49,6 +49,13 @@ def choose(logits: jax.Array, keys: jax.Array, temperature: float, top_p: float)
         logits = jnp.where(logits >= threshold, logits, -jnp.inf)
     draw = jax.vmap(lambda k, row: jax.random.categorical(k, row, axis=-1))
     return draw(keys, logits).astype(jnp.int32)
+
+
+def _is_eos(token: jax.Array, cfg: TransformerConfig) -> jax.Array:
+    """Whether each token `[B]` is one of the config's end tokens."""
+    if len(cfg.eos_ids) == 1:
+        return token == cfg.eos_ids[0]
+    return jnp.isin(token, jnp.asarray(cfg.eos_ids, token.dtype))
 
 
 def _check(prompt_tokens, prompt_mask, max_new_tokens, temperature, top_p, cfg):
@@ -114,9 +121,9 @@ def sample(
     def step(carry, i):
         cache, last_logits, finished = carry
         token = choose(last_logits, fold(keys, i), temperature, top_p)
-        token = jnp.where(finished, tokenizer.PAD, token)
+        token = jnp.where(finished, cfg.pad_id, token)
         emitted = ~finished
-        finished = finished | (token == tokenizer.EOS)
+        finished = finished | _is_eos(token, cfg)
         slot = prompt_len + i
         mask = ((slots <= slot)[None, :] & key_valid)[:, None, :]  # [B, 1, S]
         logits, cache = forward(
@@ -145,7 +152,7 @@ def sample_recompute(
     batch, prompt_len = prompt_tokens.shape
     total = prompt_len + max_new_tokens
     buffer = jnp.concatenate(
-        [prompt_tokens, jnp.full((batch, max_new_tokens), tokenizer.PAD, jnp.int32)], axis=1
+        [prompt_tokens, jnp.full((batch, max_new_tokens), cfg.pad_id, jnp.int32)], axis=1
     )
     valid = jnp.concatenate(
         [prompt_mask.astype(bool), jnp.ones((batch, max_new_tokens), bool)], axis=1
@@ -160,9 +167,9 @@ def sample_recompute(
         logits, _ = forward(params, cfg, buffer, positions, attn_mask)
         step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i)
         token = choose(logits[:, prompt_len + i - 1], step_keys, temperature, top_p)
-        token = jnp.where(finished, tokenizer.PAD, token)
+        token = jnp.where(finished, cfg.pad_id, token)
         emitted.append(~finished)
-        finished = finished | (token == tokenizer.EOS)
+        finished = finished | _is_eos(token, cfg)
         buffer = buffer.at[:, prompt_len + i].set(token)
         tokens.append(token)
     return Completions(jnp.stack(tokens, 1), jnp.stack(emitted, 1).astype(jnp.int32))

@@ -145,3 +145,85 @@ def clipped_value_loss(
     old_v = jax.lax.stop_gradient(old_v)
     v_clipped = old_v + jnp.clip(v - old_v, -clip_eps, clip_eps)
     return 0.5 * jnp.maximum(jnp.square(v - target), jnp.square(v_clipped - target))
+
+
+def clipped_double_q_target(r_t: jax.Array, discount_t: jax.Array, q_tp1: jax.Array) -> jax.Array:
+    """Clipped double-Q target ``y_t = r_t + discount_t min_k Q_k(s', a')``, gradient stopped.
+
+    Fujimoto et al. 2018, "Addressing Function Approximation Error in Actor-Critic Methods"
+    (TD3), eq. (10): the minimum over K critics (K = 2) counters the overestimation of a
+    maximizing actor. With K = 1 it is the plain DDPG target (Lillicrap et al. 2016).
+
+    Args:
+      r_t: rewards ``[B]``.
+      discount_t: ``γ (1 - terminated_t)`` ``[B]``.
+      q_tp1: the K target critics at ``(s', a')`` ``[K, B]``, a' from the target actor.
+
+    Returns:
+      Targets ``[B]``.
+    """
+    chex.assert_rank([r_t, discount_t, q_tp1], [1, 1, 2])
+    chex.assert_equal_shape([r_t, discount_t, q_tp1[0]])
+    return jax.lax.stop_gradient(r_t + discount_t * jnp.min(q_tp1, axis=0))
+
+
+def soft_bellman_target(
+    r_t: jax.Array,
+    discount_t: jax.Array,
+    q_tp1: jax.Array,
+    logp_tp1: jax.Array,
+    *,
+    alpha: float | jax.Array,
+) -> jax.Array:
+    """Sampled soft Bellman target ``r + d (min_k Q_k(s', a') - α log π(a'|s'))``.
+
+    Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications", eqs. (3) and (8):
+    the soft value ``V(s') = E_{a'~π}[Q(s', a') - α log π(a' | s')]`` estimated with one sample
+    ``a' ~ π(·|s')``, and the minimum over the twin target critics (clipped double Q).
+
+    Args:
+      r_t: rewards ``[B]``.
+      discount_t: ``γ (1 - terminated_t)`` ``[B]``.
+      q_tp1: target critics at ``(s', a')`` ``[K, B]``.
+      logp_tp1: ``log π(a' | s')`` ``[B]``.
+      alpha: entropy temperature α >= 0 (scalar).
+
+    Returns:
+      Targets ``[B]``, gradient stopped.
+    """
+    chex.assert_rank([r_t, discount_t, q_tp1, logp_tp1], [1, 1, 2, 1])
+    chex.assert_equal_shape([r_t, discount_t, logp_tp1, q_tp1[0]])
+    checks.check_range("alpha", alpha, low=0.0)
+    v_tp1 = jnp.min(q_tp1, axis=0) - alpha * logp_tp1
+    return jax.lax.stop_gradient(r_t + discount_t * v_tp1)
+
+
+def soft_bellman_target_discrete(
+    r_t: jax.Array,
+    discount_t: jax.Array,
+    q_tp1: jax.Array,
+    logits_tp1: jax.Array,
+    *,
+    alpha: float | jax.Array,
+) -> jax.Array:
+    """Expected soft Bellman target ``r + d Σ_a π(a|s') (min_k Q_k(s', a) - α log π(a|s'))``.
+
+    The discrete-action SAC target (Christodoulou 2019, "Soft Actor-Critic for Discrete Action
+    Settings", eq. (10)): the expectation over next actions is exact, not sampled.
+
+    Args:
+      r_t: rewards ``[B]``.
+      discount_t: ``γ (1 - terminated_t)`` ``[B]``.
+      q_tp1: target critics at s' ``[K, B, A]``.
+      logits_tp1: the policy's logits at s' ``[B, A]``.
+      alpha: entropy temperature α >= 0 (scalar).
+
+    Returns:
+      Targets ``[B]``, gradient stopped.
+    """
+    chex.assert_rank([r_t, discount_t, q_tp1, logits_tp1], [1, 1, 3, 2])
+    chex.assert_equal_shape([q_tp1[0], logits_tp1])
+    checks.check_range("alpha", alpha, low=0.0)
+    log_probs = jax.nn.log_softmax(logits_tp1, axis=-1)
+    v_tp1 = jnp.sum(jnp.exp(log_probs) * (jnp.min(q_tp1, axis=0) - alpha * log_probs), axis=-1)
+    return jax.lax.stop_gradient(r_t + discount_t * v_tp1)

@@ -1,4 +1,4 @@
-"""rljax.parallel: meshes, name-pattern sharding rules, sharded steps and checkpoints, multi-host.
+"""rljax.parallel: meshes, name-pattern sharding rules, sharded steps, multi-host.
 
 Import the modules directly (``from rljax.parallel import mesh, sharding``); this package imports
 nothing on purpose, so ``rljax.parallel.distributed`` can be imported and initialized before
@@ -9,7 +9,6 @@ anything touches a JAX device. See docs/scaling.md.
   population    rules for RL populations (seeds, environments, replay)
   steps         jit_step with explicit in/out shardings; transformer FSDP / tensor rules
   lm            the RLVR update and the sampler on a mesh
-  checkpoints   restore a checkpoint onto a mesh of another shape
   distributed   jax.distributed from config or RLJAX_* env; process-local -> global arrays
   launch        N local processes of one command
 """

@@ -15,7 +15,11 @@ Axis names that the mesh lacks count as size 1, so one rule set serves every mes
 to a pod slice. A leaf that no rule matches is an error (end the rules with ``(".*", ())`` to
 replicate the rest), and so is an explicit split that does not divide the dimension.
 
-Rules live in config files (plain tuples of strings), so they can be changed per run.
+Rules are plain tuples of strings, so configs can set them: the control configs'
+``mesh`` block (``configs/ppo.py``, ``dqn.py``, ``sqirl.py``) sets the mesh's shape and axes and
+names the population's rule set (``experiments/train.py`` ``SHARDING_RULES``, the sets of
+``rljax.parallel.population``), per run, from the command line too
+(``--config.mesh.shape=4,2 --config.mesh.axes=seeds,data --config.mesh.rules=seeds_and_envs``).
 """
 
 import re

@@ -1,23 +1,20 @@
-"""Runs one agent family on one environment: a population of seeds × hyperparameter grid points.
+"""The gymnax control front end of the population pipeline (``rljax.train.population``).
 
-An agent module (``rljax.agents.ppo``, ``rljax.agents.dqn``, ...) provides ``Config``, ``Hparams``,
-``HPARAM_RULES``, ``validate``, ``init``, ``train_chunk`` and ``env_steps_per_update``. This module
-validates everything, builds the vmapped, jitted chunk and hands it to the host loop.
+One learner module (an ``rljax.agents.Learner``: ``ppo``, ``dqn``, ``sqirl``, ...) on one
+environment, a population of seeds × hyperparameter grid points: this module validates the run,
+turns it into a ``population.Spec`` and adds what a control run on disk needs (the config
+fingerprint, resuming, chunk sizes that land on the budget and on a checkpoint).
 """
 
 import dataclasses
-import functools
 import math
-import types
 
-import jax
-import numpy as np
-
-from rljax import envs
+from rljax import agents, checks, envs
 from rljax.io import fingerprint
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population, sharding
-from rljax.train import loop, sweep
+from rljax.parallel import population as population_rules
+from rljax.parallel import sharding
+from rljax.train import loop, population, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +23,7 @@ class RunConfig:
 
     env_name: str  # one of rljax.envs.SUPPORTED_ENVS
     workdir: str  # where outputs go
-    seed: int = 0  # base seed; agent a uses fold_in(PRNGKey(seed), a)
+    seed: int = 0  # seed s of every grid point uses learner_key(seed, s) (rljax.agents.learner)
     num_seeds: int = 1  # seeds per grid point
     total_timesteps: int = 500_000  # env steps per agent
     chunk_updates: int = 0  # updates per compiled call (0: about num_updates / 16)
@@ -36,7 +33,7 @@ class RunConfig:
     hparams: tuple[tuple[str, float], ...] = ()  # default value of every swept-able field
     sweep: tuple[tuple[str, str], ...] = ()  # field -> "v1,v2,..." ("" = not swept)
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: default device, no sharding)
-    sharding_rules: sharding.Rules = population.SEEDS  # agent-state rules when mesh is set
+    sharding_rules: sharding.Rules = population_rules.SEEDS  # agent-state rules when mesh is set
 
 
 # The only fields of a run that may change when it resumes (the budget, how often it checkpoints,
@@ -47,7 +44,7 @@ RESUMABLE_FIELDS = (
 )  # fmt: skip
 
 
-def config_fingerprint(agent: types.ModuleType, agent_config, run: RunConfig) -> dict:
+def config_fingerprint(agent: agents.Learner, agent_config, run: RunConfig) -> dict:
     """The run's whole config as a flat dict in the config files' names (``"hparams.lr"``, ...).
 
     ``workdir`` and ``resume`` are where and how it runs, not what; the agent config's
@@ -68,29 +65,20 @@ def config_fingerprint(agent: types.ModuleType, agent_config, run: RunConfig) ->
     return flat
 
 
-def _positive_int(name: str, value) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= 1")
-
-
-def validate_run(run: RunConfig, agent: types.ModuleType, agent_config) -> list[dict]:
+def validate_run(run: RunConfig, agent: agents.Learner, agent_config) -> list[dict]:
     """Validates the run and returns the hyperparameter grid. Raises ``ValueError``."""
     if run.env_name not in envs.SUPPORTED_ENVS:
         raise ValueError(
             f"env_name={run.env_name!r} is unknown; valid: {', '.join(envs.SUPPORTED_ENVS)}"
         )
-    _positive_int("num_seeds", run.num_seeds)
-    _positive_int("total_timesteps", run.total_timesteps)
-    _positive_int("checkpoint_every", run.checkpoint_every)
-    if not isinstance(run.chunk_updates, int) or run.chunk_updates < 0:
-        raise ValueError(f"chunk_updates={run.chunk_updates!r} is invalid; allowed: >= 0")
+    for name in ("num_seeds", "total_timesteps", "checkpoint_every"):
+        checks.check_int(name, getattr(run, name), low=1)
+    checks.check_int("chunk_updates", run.chunk_updates, low=0)
     agent.validate(agent_config)
+    if hasattr(agent, "validate_env"):  # learners tied to one kind of action space (sac, td3, mpo)
+        agent.validate_env(agent_config, envs.make(run.env_name))
     points = sweep.grid(dict(run.hparams), dict(run.sweep))
-    for point in points:
-        for name, value in point.items():
-            check, allowed = agent.HPARAM_RULES[name]
-            if not (math.isfinite(value) and check(value)):
-                raise ValueError(f"hparams.{name}={value!r} is invalid; allowed: {allowed}")
+    population.check_grid(agent, points)
     per_update = agent.env_steps_per_update(agent_config)
     if run.total_timesteps < per_update:
         raise ValueError(
@@ -99,7 +87,7 @@ def validate_run(run: RunConfig, agent: types.ModuleType, agent_config) -> list[
     return points
 
 
-def num_updates(run: RunConfig, agent: types.ModuleType, agent_config) -> int:
+def num_updates(run: RunConfig, agent: agents.Learner, agent_config) -> int:
     """Whole updates that fit in ``total_timesteps``."""
     return run.total_timesteps // agent.env_steps_per_update(agent_config)
 
@@ -110,73 +98,41 @@ def chunk_size(total: int, requested: int) -> int:
     return max(d for d in range(1, min(target, total) + 1) if total % d == 0)
 
 
-def init_population(
-    agent,
-    agent_config,
-    env,
-    run: RunConfig,
-    points: list[dict],
-    shardings=None,
-    *,
-    abstract: bool = False,
-    rows: slice | None = None,
-):
-    """Initial states of all ``G × S`` agents, stacked on a leading axis (grid-major).
-
-    Optional: ``shardings`` places the states on a mesh as they are created; ``abstract=True``
-    returns only their shapes and dtypes (``jax.ShapeDtypeStruct``s), computing nothing; ``rows``
-    creates only the agents ``rows`` of the population (a process's share on several hosts).
-    """
-    hp = sweep.stack(points, run.num_seeds)
-    hparams = agent.Hparams(**{k: hp[k] for k in agent.Hparams._fields})
-    base = jax.random.PRNGKey(run.seed)
-    keys = jax.vmap(lambda a: jax.random.fold_in(base, a))(np.arange(len(points) * run.num_seeds))
-    if rows is not None:
-        keys, hparams = keys[rows], jax.tree.map(lambda h: h[rows], hparams)
-    init = jax.vmap(functools.partial(agent.init, agent_config, env))
-    if abstract:
-        return jax.eval_shape(init, keys, hparams)
-    if shardings is None:
-        return jax.jit(init)(keys, hparams)
-    return jax.jit(init, out_shardings=shardings)(keys, hparams)
-
-
-def init_on_mesh(agent, agent_config, env, run: RunConfig, points: list[dict], mesh, rules):
-    """Initial states created in place on ``mesh`` (``None``: the default device, unsharded).
-
-    The shardings follow ``rules`` (``rljax.parallel.population``) and are checked on the
-    states' shapes before anything compiles.
-
-    Returns:
-      ``(states, shardings)``; ``shardings`` is ``(state_shardings, metrics_sharding)`` for
-      ``make_chunk_fn``, or ``None`` without a mesh.
-    """
-    if mesh is None:
-        return init_population(agent, agent_config, env, run, points), None
-    shapes = init_population(agent, agent_config, env, run, points, abstract=True)
-    shardings = population.shardings(mesh, shapes, rules)
-    return init_population(agent, agent_config, env, run, points, shardings[0]), shardings
-
-
-def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
-    """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states.
-
-    ``shardings`` (optional): ``(state_shardings, metrics_sharding)`` from
-    ``rljax.parallel.population.shardings``, used as the explicit in/out shardings.
-    """
-    chunk = functools.partial(agent.train_chunk, agent_config, env, num_updates=updates)
-    if shardings is None:
-        return jax.jit(jax.vmap(chunk), donate_argnums=0)
-    state_shardings, metrics_sharding = shardings
-    return jax.jit(
-        jax.vmap(chunk),
-        in_shardings=(state_shardings,),
-        out_shardings=(state_shardings, metrics_sharding),
-        donate_argnums=0,
+def spec(agent, agent_config, env, run: RunConfig, points: list[dict], total=1, updates=1):
+    """The run's ``population.Spec`` (``total`` updates in chunks of ``updates``)."""
+    return population.Spec(
+        learner=agent,
+        config=agent_config,
+        env=env,
+        hparams=population.grid_hparams(agent, points),
+        num_updates=total,
+        chunk_updates=updates,
+        num_seeds=run.num_seeds,
+        seed=run.seed,
+        grid=tuple(points),
+        mesh=run.mesh,
+        sharding_rules=run.sharding_rules,
     )
 
 
-def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
+def init_population(agent, agent_config, env, run, points, shardings=None, **kwargs):
+    """Initial states of all ``G × S`` agents (``population.init``: ``abstract``, ``rows``)."""
+    return population.init(spec(agent, agent_config, env, run, points), shardings, **kwargs)
+
+
+def init_on_mesh(agent, agent_config, env, run: RunConfig, points: list[dict], mesh, rules):
+    """Initial states created in place on ``mesh`` by ``rules`` (``population.init_on_mesh``)."""
+    population_spec = spec(agent, agent_config, env, run, points)
+    return population.init_on_mesh(dataclasses.replace(population_spec, sharding_rules=rules), mesh)
+
+
+def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
+    """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states."""
+    chunk_spec = population.Spec(agent, agent_config, env, None, updates, updates)
+    return population.chunk_fn(chunk_spec, updates, shardings)
+
+
+def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     """Validates, builds and trains; returns ``(final states, loop.Summary)``.
 
     The agent config's ``num_updates`` is set from ``total_timesteps``. With ``resume``, the
@@ -197,27 +153,18 @@ def run(agent: types.ModuleType, agent_config, run_config: RunConfig):
     if start == total:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_config.workdir, total)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
-    env = envs.make(run_config.env_name)
-    mesh = None if run_config.mesh is None else mesh_lib.make_mesh(run_config.mesh)
-    states, shardings = init_on_mesh(
-        agent, agent_config, env, run_config, points, mesh, run_config.sharding_rules
-    )
     # A resumed run's chunks must land on its checkpoint and on the (possibly extended) budget.
     updates = chunk_size(total, run_config.chunk_updates)
     if start and start % updates:
         updates = chunk_size(math.gcd(total, start), updates)
-    loop_config = loop.LoopConfig(
+    env = envs.make(run_config.env_name)
+    result = population.run(
+        spec(agent, agent_config, env, run_config, points, total, updates),
         workdir=run_config.workdir,
         title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
-        num_updates=total,
-        chunk_updates=updates,
         checkpoint_every=run_config.checkpoint_every,
-        env_steps_per_update=agent.env_steps_per_update(agent_config),
-        num_seeds=run_config.num_seeds,
-        grid=tuple(points),
         resume=run_config.resume,
         progress=run_config.progress,
         fingerprint=config,
     )
-    chunk_fn = make_chunk_fn(agent, agent_config, env, updates, shardings)
-    return loop.run(loop_config, states, chunk_fn)
+    return result.states, result.summary

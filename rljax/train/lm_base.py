@@ -24,6 +24,7 @@ from rljax.io.checkpoints import Checkpointer
 from rljax.io.metrics import MetricsWriter
 from rljax.lm import sft
 from rljax.lm.model import TransformerConfig, init_params
+from rljax.lm.model import fingerprint as model_fingerprint
 from rljax.lm.tasks import Problem, Task
 from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED, _TaskBuilder
 from rljax.train import loop
@@ -49,7 +50,7 @@ def cache_key(
     ).hexdigest()
     blob = json.dumps(
         {
-            "model": dataclasses.asdict(model_cfg),
+            "model": model_fingerprint(model_cfg),
             "sft": dataclasses.asdict(sft_cfg),
             "task": task.name,
             "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
@@ -105,7 +106,7 @@ def train(
         count_key=None,
         score_name="nll",
         x_name="sequences",
-        fingerprint={"sft": dataclasses.asdict(cfg), "model": dataclasses.asdict(model_cfg)},
+        fingerprint={"sft": dataclasses.asdict(cfg), "model": model_fingerprint(model_cfg)},
     )
     chunk = functools.partial(sft.train_chunk, cfg=cfg, model_cfg=model_cfg)
     state = sft.init(cfg, model_cfg, jax.random.key(cfg.seed))

@@ -11,9 +11,7 @@ comparison table (`rljax.stats`: mean and 95% intervals over seeds per grid poin
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
-import json
 import math
 import os
 import time
@@ -22,18 +20,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax import stats
-from rljax.agents import grpo
+from rljax import checks
+from rljax.agents import grpo, learner
 from rljax.io import fingerprint
-from rljax.lm import device_reward, presets, report, rollout, sft
-from rljax.lm.data import completion_length, encode_problems, prompt_length
-from rljax.lm.logprobs import completion_log_probs
+from rljax.lm import device_reward, presets, pretrained, report, selection, sft
+from rljax.lm.data import completion_length, prompt_length, spread
 from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
 from rljax.lm.tasks.builders import load_problems
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population, sharding
-from rljax.train import lm_base, loop
+from rljax.train import lm_base, loop, population
 
 SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
 # Fields a resumed run may change: the budget, logging and the final evaluation. Any other
@@ -54,7 +50,7 @@ class LMRunConfig:
     rl: tuple[tuple[str, object], ...]  # overrides of preset fields (None = preset value)
     sweep: tuple[tuple[str, str], ...]  # field -> "a,b,..." ("" = not swept)
     num_seeds: int  # learners per grid point
-    seed: int  # learner s of every grid point uses seed + s
+    seed: int  # learner s of every grid point uses learner_key(seed, s) (rljax.agents.learner)
     steps: int  # RL updates per learner
     chunk_steps: int  # updates per compiled call; quick evaluation after each
     checkpoint_every: int  # chunks between checkpoints
@@ -127,11 +123,6 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
     )
 
 
-def _positive(name: str, value, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {minimum}")
-
-
 def _parse(field: str, text: str) -> list:
     values = [v.strip() for v in text.split(",") if v.strip()]
     if field == "preset" or field in presets.CHOICES:
@@ -200,12 +191,12 @@ def validate(run: LMRunConfig) -> list[dict]:
     if isinstance(run.min_level, bool) or not 1 <= run.min_level <= top:
         raise ValueError(f"min_level={run.min_level!r} is invalid; allowed: 1..{top} (max_level)")
     for name in ("num_seeds", "steps", "chunk_steps", "checkpoint_every", "prompts_per_step"):
-        _positive(name, getattr(run, name))
+        checks.check_int(name, getattr(run, name), low=1)
     for name in ("oversample", "eval_problems", "final_problems", "final_samples"):
-        _positive(name, getattr(run, name))
-    _positive("group_size", run.group_size, 2)
-    _positive("reference_samples", run.reference_samples, 0)
-    _positive("train_problems", run.train_problems, 0)
+        checks.check_int(name, getattr(run, name), low=1)
+    checks.check_int("group_size", run.group_size, low=2)
+    checks.check_int("reference_samples", run.reference_samples, low=0)
+    checks.check_int("train_problems", run.train_problems, low=0)
     if isinstance(run.least_likely, bool) or not 0.0 <= run.least_likely < 1.0:
         raise ValueError(
             f"least_likely={run.least_likely!r} is invalid; allowed: a fraction in [0, 1) "
@@ -216,7 +207,7 @@ def validate(run: LMRunConfig) -> list[dict]:
             f"least_likely={run.least_likely} with train_problems={run.train_problems}: choose "
             "one way to select the training problems (set the other to 0)"
         )
-    _positive("cpu_devices", run.cpu_devices)
+    checks.check_int("cpu_devices", run.cpu_devices, low=1)
     if run.steps % run.chunk_steps:
         raise ValueError(
             f"chunk_steps={run.chunk_steps} does not divide steps={run.steps}; allowed: a divisor"
@@ -235,7 +226,7 @@ def validate(run: LMRunConfig) -> list[dict]:
             f"rl.reward={parsed[0]!r} parses answers on device, which task={run.task!r} cannot "
             f"(its verifier runs on the host); allowed for it: verifier, random, none"
         )
-    agent_cfg = static_config(run, values, TransformerConfig(**dict(run.model)))
+    agent_cfg = static_config(run, values, pretrained.model_config(dict(run.model)))
     grpo.validate(agent_cfg)
     return points or [{}]
 
@@ -261,6 +252,7 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         format_weight=run.format_weight,
         eval_levels=task.num_levels,
         num_levels=task.num_levels,
+        eval_seed=run.seed,
     )
 
 
@@ -275,12 +267,6 @@ def _split(run: LMRunConfig, split: str, min_level: int = 1):
     return sorted(problems, key=lambda p: (p.level, p.prompt)) if split == "test" else problems
 
 
-def spread(problems: list, count: int) -> list:
-    """`count` problems evenly spaced over a level-sorted list, so every level is represented."""
-    picks = np.linspace(0, len(problems) - 1, min(count, len(problems)))
-    return [problems[int(round(i))] for i in picks]
-
-
 def problems(run: LMRunConfig) -> tuple[list, list, list]:
     """(SFT problems, RL training problems, held-out problems) of a run."""
     sft_problems = _split(run, "train")  # the base sees every level up to max_level
@@ -289,39 +275,22 @@ def problems(run: LMRunConfig) -> tuple[list, list, list]:
     return sft_problems, train, _split(run, "test", run.min_level)
 
 
-def reference_log_likelihood(params, model: TransformerConfig, task, problems: list) -> np.ndarray:
-    """log π(reference solution | prompt) of each problem: the sum of the completion's token
-    log-probs under `params` (teacher forcing, in batches of 256). Shape `[N]`."""
-    score = jax.jit(lambda p, b: jnp.sum(completion_log_probs(p, model, *b)[0], axis=1))
-    out = [
-        np.asarray(score(params, encode_problems(task, problems[i : i + 256])))
-        for i in range(0, len(problems), 256)
-    ]
-    return np.concatenate(out)
-
-
-def least_likely(params, model: TransformerConfig, task, problems: list, fraction: float) -> list:
-    """The ceil(fraction x N) problems whose reference solution `params` finds least likely, in
-    their original order (SELF's curation: RLVR's winner-take-all favours already-likely
-    problems, so train on the others)."""
-    loglik = reference_log_likelihood(params, model, task, problems)
-    keep = np.sort(np.argsort(loglik, kind="stable")[: math.ceil(fraction * len(problems))])
-    return [problems[i] for i in keep]
-
-
 def build(run: LMRunConfig, points: list[dict]):
     """Problems, the cached base and the population's static config and hyperparameters."""
     task = TASKS[run.task]
     sft_problems, train, test = problems(run)
-    model = TransformerConfig(
-        max_len=prompt_length(task) + completion_length(task), **dict(run.model)
+    model = pretrained.model_config(
+        dict(run.model), max_len=prompt_length(task) + completion_length(task)
     )
     sft_cfg = sft.SFTConfig(**dict(run.sft))  # its own seed: every learner seed shares the base
-    base_params, info = lm_base.train_or_load(
-        model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
-    )
+    if dict(run.model).get("path"):
+        base_params, info = pretrained.load_base(dict(run.model), model)
+    else:
+        base_params, info = lm_base.train_or_load(
+            model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
+        )
     if run.least_likely:
-        train = least_likely(base_params, model, task, train, run.least_likely)
+        train = selection.least_likely(base_params, model, task, train, run.least_likely)
     values = resolved_points(run, points)
     agent_cfg = static_config(run, values, model)
     quick = spread(test, run.eval_problems)
@@ -339,138 +308,34 @@ def build(run: LMRunConfig, points: list[dict]):
     return agent_cfg, data, hparams, values, test, info
 
 
-def init_learners(agent_cfg, data, hparams: list[dict], run: LMRunConfig, mesh=None):
-    """All `G × S` learners stacked grid-major; learner (g, s) has root key PRNGKey(seed + s)."""
-    per_learner = [h for h in hparams for _ in range(run.num_seeds)]
-    hp = jax.tree.map(lambda *x: jnp.stack(x), *(grpo.make_hparams(h) for h in per_learner))
-    seeds = np.tile(np.arange(run.num_seeds) + run.seed, len(hparams))
-    keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
-    init = jax.vmap(functools.partial(grpo.init, agent_cfg, data), in_axes=(0, 0))
-    if mesh is None:
-        return jax.jit(init)(keys, hp), None
-    shapes = jax.eval_shape(init, keys, hp)
-    shardings = population.shardings(mesh, shapes, population.SEEDS)
-    return jax.jit(init, out_shardings=shardings[0])(keys, hp), shardings
-
-
-def make_chunk_fn(agent_cfg, steps: int, shardings=None):
-    """The jitted chunk `(learners[L], data) -> (learners, metrics[L, steps])`; donates learners."""
-    chunk = jax.vmap(
-        functools.partial(grpo.train_chunk, agent_cfg, num_updates=steps), in_axes=(None, 0)
+def spec(run_cfg: LMRunConfig, agent_cfg, data, hparams: list[dict], points) -> population.Spec:
+    """The run's ``population.Spec``: the task data is every chunk's (replicated) argument."""
+    mesh = None
+    if run_cfg.cpu_devices > 1:
+        mesh = mesh_lib.MeshConfig((run_cfg.cpu_devices,), ("seeds",))
+    return population.Spec(
+        learner=grpo,
+        config=agent_cfg,
+        env=data,
+        hparams=jax.tree.map(lambda *x: np.stack(x), *(grpo.make_hparams(h) for h in hparams)),
+        num_updates=run_cfg.steps,
+        chunk_updates=run_cfg.chunk_steps,
+        num_seeds=run_cfg.num_seeds,
+        seed=run_cfg.seed,
+        grid=tuple(points),
+        env_as_argument=True,
+        mesh=mesh,
     )
-    fn = lambda states, data: chunk(data, states)  # noqa: E731
-    if shardings is None:
-        return jax.jit(fn, donate_argnums=0)
-    state_sh, metrics_sh = shardings
-    return jax.jit(fn, donate_argnums=0, out_shardings=(state_sh, metrics_sh))
 
 
-def _label(point: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in point.items()) or "default"
-
-
-def evaluate_learners(run, agent_cfg, states, base_params, test, points):
-    """Final held-out evaluation of the base and every learner with the host verifiers."""
-    task = TASKS[run.task]
-    problems = spread(test, run.final_problems)
-    key = jax.random.PRNGKey(agent_cfg.eval_seed + 1)
-
-    def evaluate(params):
-        return rollout.evaluate(
-            params,
-            agent_cfg.model,
-            task,
-            problems,
-            key,
-            num_samples=run.final_samples,
-            temperature=run.temperature,
-            top_p=run.top_p,
-        )
-
-    base = evaluate(base_params)
-    params = jax.device_get(states.params)
-    learners = []
-    for a in range(len(points) * run.num_seeds):
-        learners.append(evaluate(jax.tree.map(lambda x, a=a: x[a], params)))
-    return base, learners
-
-
-def write_report(run, points, values, base, learners, timings, workdir) -> str:
-    """Per grid point over seeds: pass@1 / pass@n / gain with 95% intervals; plots; tables."""
-    n = run.final_samples
-    arms, compare, curves = {}, {}, {}
-    for g, point in enumerate(points):
-        members = learners[g * run.num_seeds : (g + 1) * run.num_seeds]
-        name = _label(point)
-        gain = [m["pass@1"] - base["pass@1"] for m in members]
-        arms[name] = {
-            "pass@1": stats.summarize([m["pass@1"] for m in members]),
-            f"pass@{n}": stats.summarize([m[f"pass@{n}"] for m in members]),
-            "gain_pass@1": stats.summarize(gain),
-            "distinct_correct": stats.summarize(
-                [m["distinct_correct_per_problem"] for m in members]
-            ),
-            "hparams": values[g],
-        }
-        curves[name] = {"pass_at_k": _mean_curve(members)}
-    if len(points) > 1:
-        first = _label(points[0])
-        for g, point in enumerate(points[1:], 1):
-            a = [m["pass@1"] for m in learners[g * run.num_seeds : (g + 1) * run.num_seeds]]
-            b = [m["pass@1"] for m in learners[: run.num_seeds]]
-            compare[f"{_label(point)} vs {first}"] = stats.compare(a, b)
-    lines = [
-        f"# RLVR population: {run.task}, {len(points)} grid point(s) x {run.num_seeds} seed(s)",
-        "",
-        f"Base: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f} "
-        f"({base['num_problems']} held-out problems, n = {n}). Intervals: 95% bootstrap over "
-        "seeds.",
-        "",
-        f"| grid point | pass@1 | pass@{n} | pass@1 gain over base | distinct correct |",
-        "|---|---|---|---|---|",
-    ]
-    for name, arm in arms.items():
-        lines.append(
-            f"| {name} | {stats.format_interval(arm['pass@1'])} | "
-            f"{stats.format_interval(arm[f'pass@{n}'])} | "
-            f"{stats.format_interval(arm['gain_pass@1'])} | "
-            f"{stats.format_interval(arm['distinct_correct'], digits=2)} |"
-        )
-    if compare:
-        lines += [
-            "",
-            "| comparison (pass@1) | difference [95% CI] | P(improvement) |",
-            "|---|---|---|",
-        ]
-        for name, c in compare.items():
-            lo, hi = c["diff_ci"]
-            lines.append(
-                f"| {name} | {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] | "
-                f"{c['prob_improvement']:.2f} |"
-            )
-    lines += ["", *(f"- {k}: {v}" for k, v in timings.items())]
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(workdir, "results.md"), "w") as f:
-        f.write(text)
-    with open(os.path.join(workdir, "results.json"), "w") as f:
-        json.dump(
-            {"base": base, "arms": arms, "compare": compare, "learners": learners, **timings},
-            f,
-            indent=1,
-        )
-    report.plot_pass_at_k(
-        {"base": base, **curves},
-        os.path.join(workdir, "pass_at_k.png"),
-        f"{run.task}: base vs RL (mean over {run.num_seeds} seed(s))",
-    )
-    return text
-
-
-def _mean_curve(members: list[dict]) -> dict:
-    stacked = {
-        k: np.mean([m["pass_at_k"][k] for m in members], axis=0) for k in ("pass", "low", "high")
-    }
-    return {"k": members[0]["pass_at_k"]["k"], **{k: v.tolist() for k, v in stacked.items()}}
+LOOP_OPTIONS = dict(  # the host loop's settings of an RLVR population
+    final_window=1e-9,  # the last quick evaluation
+    score_key="eval/pass@1",
+    count_key=None,
+    score_name="pass@1",
+    x_name="samples",
+    rows_per_learner=True,
+)
 
 
 def run(run_cfg: LMRunConfig):
@@ -497,37 +362,24 @@ def run(run_cfg: LMRunConfig):
         f"base: {num_params(data.base_params):,} params, cached={info['cached']}, "
         f"{base_s:.0f} s ({info['path']})"
     )
-    mesh = None
-    if run_cfg.cpu_devices > 1:
-        mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((run_cfg.cpu_devices,), ("seeds",)))
-    if mesh is not None:  # the shared task data (a restored base is committed to one device)
-        data = jax.device_put(data, sharding.replicated(mesh))
-    states, shardings = init_learners(agent_cfg, data, hparams, run_cfg, mesh)
-    loop_cfg = loop.LoopConfig(
+    result = population.run(
+        spec(run_cfg, agent_cfg, data, hparams, points),
         workdir=run_cfg.workdir,
         title=f"RLVR {run_cfg.task}",
-        num_updates=run_cfg.steps,
-        chunk_updates=run_cfg.chunk_steps,
         checkpoint_every=run_cfg.checkpoint_every,
-        env_steps_per_update=run_cfg.prompts_per_step * run_cfg.group_size,
-        num_seeds=run_cfg.num_seeds,
-        grid=tuple(points),
         resume=run_cfg.resume,
         progress=run_cfg.progress,
-        final_window=1e-9,  # the last quick evaluation
-        score_key="eval/pass@1",
-        count_key=None,
-        score_name="pass@1",
-        x_name="samples",
-        rows_per_learner=True,
         fingerprint=config,
+        **LOOP_OPTIONS,
     )
-    chunk_fn = make_chunk_fn(agent_cfg, run_cfg.chunk_steps, shardings)
-    states, summary = loop.run(loop_cfg, states, chunk_fn, data)
+    states, summary = result.states, result.summary
     if jax.process_index() != 0:
         return states, summary, ""
     t1 = time.perf_counter()
-    base, learners = evaluate_learners(run_cfg, agent_cfg, states, data.base_params, test, points)
+    key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)  # quick evals: steps >= 1
+    base, learners = report.evaluate_learners(
+        run_cfg, agent_cfg, states, data.base_params, test, points, key
+    )
     timings = {
         "base_seconds": round(base_s, 1),
         "rl_compile_seconds": round(summary.compile_s, 1),
@@ -537,5 +389,5 @@ def run(run_cfg: LMRunConfig):
         "rl_steps": summary.updates_done,
         "interrupted": summary.interrupted,
     }
-    text = write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
+    text = report.write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
     return states, summary, text

@@ -23,18 +23,8 @@ from tqdm import tqdm
 
 from rljax.io import checkpoints, fingerprint
 from rljax.io.metrics import MetricsWriter
-from rljax.train import plots, sweep
-
-
-class NonFiniteLossError(RuntimeError):
-    """A loss became NaN or infinite; the run stopped (its outputs say up to where)."""
-
-
-# A loss whose mean |value| grows by this factor over its first nonzero chunk is reported as
-# diverging (in the summary's warnings), even if it stays finite.
-DIVERGENCE_FACTOR = 1e4
-# A critic whose RMS error exceeds this multiple of the returns seen is reported as diverging.
-VALUE_ERROR_FACTOR = 100.0
+from rljax.train import records
+from rljax.train.records import NonFiniteLossError  # noqa: F401  (raised from here)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,126 +116,13 @@ def _archive_previous(workdir: str) -> None:
         print(f"[rljax] {workdir} held an earlier run; moved it to {dest}")
 
 
-def _rows(cfg: LoopConfig, metrics: dict[str, np.ndarray], first_update: int, carried: np.ndarray):
-    """Turns chunk metrics ``[A, n]`` into rows per (update, grid point) or per (update,
-    learner) with ``cfg.rows_per_learner``; updates ``carried`` (the latest score per learner)."""
-    num_grid, num_seeds = len(cfg.grid), cfg.num_seeds
-    fields = sweep.swept_fields(list(cfg.grid))
-    n = next(iter(metrics.values())).shape[1]
-    name = cfg.score_name
-    rows = []
-    for i in range(n):
-        update = first_update + i + 1
-        ret = metrics[cfg.score_key][:, i]
-        carried[:] = np.where(np.isfinite(ret), ret, carried)
-        groups = (
-            [(a // num_seeds, slice(a, a + 1)) for a in range(num_grid * num_seeds)]
-            if cfg.rows_per_learner
-            else [(g, slice(g * num_seeds, (g + 1) * num_seeds)) for g in range(num_grid)]
-        )
-        for g, sl in groups:
-            row: dict[str, Any] = {
-                "update": update,
-                cfg.x_name: update * cfg.env_steps_per_update,
-                "grid": g,
-            }
-            if cfg.rows_per_learner:
-                row["seed"] = sl.start % num_seeds
-            row.update({k: cfg.grid[g][k] for k in fields})
-            with np.errstate(all="ignore"), _quiet():
-                r = carried[sl]
-                row[f"{name}/mean"] = float(np.nanmean(r))
-                row[f"{name}/min"] = float(np.nanmin(r))
-                row[f"{name}/max"] = float(np.nanmax(r))
-            for key, value in metrics.items():
-                if key != cfg.score_key:
-                    with np.errstate(all="ignore"), _quiet():
-                        row[key] = float(np.nanmean(value[sl, i]))
-            rows.append(row)
-    return rows
-
-
-def learner_name(cfg: LoopConfig, agent: int) -> str:
-    """ "learner 5 (grid point 1: preset=dapo; seed 1)": how messages name one learner."""
-    g, seed = divmod(int(agent), cfg.num_seeds)
-    fields = sweep.swept_fields(list(cfg.grid))
-    point = ", ".join(f"{k}={cfg.grid[g][k]}" for k in fields) or "no sweep"
-    return f"learner {agent} (grid point {g}: {point}; seed {seed})"
-
-
-class _quiet:
-    def __enter__(self):
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        self._w.__exit__(*exc)
-
-
-def _check_finite(cfg: LoopConfig, metrics: dict[str, np.ndarray], update: int) -> None:
-    for key, value in metrics.items():
-        if key.startswith("loss/") and not np.all(np.isfinite(value)):
-            bad = np.argwhere(~np.isfinite(value))[0]
-            raise NonFiniteLossError(
-                f"{key} became {value[tuple(bad)]} for {learner_name(cfg, bad[0])} within updates "
-                f"{update + 1}..{update + value.shape[1]}"
-            )
-
-
-class _DivergenceWatch:
-    """Finds losses that diverge without becoming NaN; each is reported once as a warning.
-
-    Two signs, per agent: a loss whose mean |value| over a chunk grows ``DIVERGENCE_FACTOR``-fold
-    over its first nonzero chunk; and a squared-error critic (``loss/value`` = ½ mean squared
-    error) whose RMS error ``sqrt(2 loss)`` exceeds ``VALUE_ERROR_FACTOR`` times the largest
-    |episode return| the agent has seen (at least 10), which catches a critic that blew up in
-    the very first update (CartPole at lr 1e3: RMS error ~2e4 with returns ~20).
-    """
-
-    def __init__(self):
-        self.base: dict[str, np.ndarray] = {}
-        self.scale: np.ndarray | None = None
-        self.found: dict[str, str] = {}
-
-    def update(self, metrics: dict[str, np.ndarray], update: int) -> None:
-        end = update + next(iter(metrics.values())).shape[1]
-        if "episode/return" in metrics:
-            with np.errstate(all="ignore"), _quiet():
-                seen = np.nanmax(np.abs(metrics["episode/return"]), axis=1)
-            seen = np.nan_to_num(seen, nan=0.0)
-            self.scale = seen if self.scale is None else np.maximum(self.scale, seen)
-        for key, value in metrics.items():
-            if not key.startswith("loss/") or key in self.found:
-                continue
-            size = np.mean(np.abs(value), axis=1)  # [A]
-            base = self.base.setdefault(key, np.zeros_like(size))
-            base[:] = np.where((base == 0) & (size > 0), size, base)
-            grown = (base > 0) & (size > DIVERGENCE_FACTOR * np.maximum(base, 1e-3))
-            if np.any(grown):
-                a = int(np.argmax(np.where(grown, size / np.maximum(base, 1e-3), 0)))
-                self.found[key] = (
-                    f"{key} diverged for agent {a}: mean |value| {base[a]:.3g} -> {size[a]:.3g} "
-                    f"by update {end}"
-                )
-            elif key == "loss/value" and self.scale is not None:
-                rms, limit = np.sqrt(2 * size), VALUE_ERROR_FACTOR * np.maximum(self.scale, 10.0)
-                if np.any(rms > limit):
-                    a = int(np.argmax(rms / limit))
-                    self.found[key] = (
-                        f"{key} diverged for agent {a}: RMS value error {rms[a]:.3g} against "
-                        f"returns of at most {self.scale[a]:.3g} by update {end}"
-                    )
-
-
 def run(
     cfg: LoopConfig,
     states: Any,
     chunk_fn: Callable[..., tuple[Any, dict]],
     *args: Any,
     feed: Callable[[int, int], tuple] | None = None,
+    after_chunk: Callable[[Any, int], None] | None = None,
 ) -> tuple[Any, Summary]:
     """Trains ``states`` (leaves ``[A, ...]``) by repeated calls of the jitted ``chunk_fn``.
 
@@ -260,6 +137,8 @@ def run(
       feed: a host data pipeline, ``(first_update, n) -> fed``: the extra arguments of the chunk
         doing updates ``first_update + 1 .. first_update + n`` (e.g. SFT batches stacked
         ``[n, ...]``). It is asked for the chunks in order, from the resume point on.
+      after_chunk: ``(states, updates done) -> None`` after every chunk that trained (e.g. an
+        evaluation), before the checkpoint; not after a chunk with a NaN loss.
 
     Returns:
       The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses,
@@ -327,7 +206,7 @@ def run(
         total=cfg.num_updates, initial=start, unit="upd", disable=not cfg.progress, smoothing=0.1
     )
     t0 = time.perf_counter()
-    chunks_done, nonfinite, watch, stop_signal = 0, None, _DivergenceWatch(), 0
+    chunks_done, nonfinite, watch, stop_signal = 0, None, records.DivergenceWatch(), 0
     try:
         with _StopFlag() as flag:
             while update < cfg.num_updates:
@@ -336,7 +215,7 @@ def run(
                 states, metrics = compiled(states, *fed)
                 metrics = jax.device_get(metrics)
                 try:
-                    _check_finite(cfg, metrics, update)
+                    records.check_finite(cfg, metrics, update)
                     watch.update(metrics, update)
                 except NonFiniteLossError as e:
                     nonfinite = e  # the chunk's rows are still written: they show the blow-up
@@ -345,14 +224,14 @@ def run(
                 in_window = (np.arange(update, update + cfg.chunk_updates) >= window_start)[None]
                 win_sum += np.sum(np.where(in_window & (cnt > 0), np.nan_to_num(ret) * cnt, 0), 1)
                 win_count += np.sum(np.where(in_window, cnt, 0), 1)
-                rows = _rows(cfg, metrics, update, carried)
+                rows = records.rows(cfg, metrics, update, carried)
                 if primary:
                     writer.write(rows)
                 update += cfg.chunk_updates
                 chunks_done += 1
                 elapsed = time.perf_counter() - t0
                 sps = chunks_done * cfg.chunk_updates * cfg.env_steps_per_update * num_agents
-                with np.errstate(all="ignore"), _quiet():
+                with np.errstate(all="ignore"), records.quiet():
                     bar.set_postfix(
                         {
                             f"{cfg.x_name.replace('_', '-')}/s": f"{sps / elapsed:,.0f}",
@@ -362,6 +241,8 @@ def run(
                 bar.update(cfg.chunk_updates)
                 if nonfinite is not None:
                     break
+                if after_chunk is not None:
+                    after_chunk(states, update)
                 if flag.stop:
                     interrupted, stop_signal = True, flag.signum
                     break
@@ -375,8 +256,8 @@ def run(
     run_s = time.perf_counter() - t0
     if primary:
         writer.write_csv()
-        _plot(cfg, writer.read())
-    with np.errstate(all="ignore"), _quiet():
+        records.plot(cfg, writer.read())
+    with np.errstate(all="ignore"), records.quiet():
         final = np.where(win_count > 0, win_sum / np.maximum(win_count, 1), np.nan)
     summary = Summary(
         final_return=final.reshape(len(cfg.grid), cfg.num_seeds),
@@ -448,43 +329,3 @@ def load_summary(workdir: str, num_updates: int) -> Summary:
         interrupted=False,
         warnings=tuple(data.get("warnings", ())),
     )
-
-
-def _plot(cfg: LoopConfig, rows: list[dict]) -> None:
-    if not rows:
-        return
-    num_grid = len(cfg.grid)
-    updates = sorted({r["update"] for r in rows})
-    index = {u: i for i, u in enumerate(updates)}
-    name = cfg.score_name
-    # [grid, seed slot, update]: per-learner rows give one value per seed, grid rows give three.
-    width = cfg.num_seeds if cfg.rows_per_learner else 3
-    values = np.full((num_grid, width, len(updates)), np.nan)
-    for r in rows:
-        keys = (f"{name}/mean",) if cfg.rows_per_learner else (f"{name}/{k}" for k in STATS)
-        slots = (r["seed"],) if cfg.rows_per_learner else range(3)
-        for j, key in zip(slots, keys, strict=True):
-            value = r[key]
-            values[r["grid"], j, index[r["update"]]] = np.nan if value is None else value
-    if cfg.rows_per_learner:
-        with np.errstate(all="ignore"), _quiet():
-            values = np.stack(
-                [np.nanmean(values, 1), np.nanmin(values, 1), np.nanmax(values, 1)], axis=1
-            )
-    measured = ~np.all(np.isnan(values[:, 0]), axis=0)  # e.g. evaluations only at chunk ends
-    fields = sweep.swept_fields(list(cfg.grid))
-    labels = [sweep.label(p, fields) for p in cfg.grid]
-    x = np.asarray(updates)[measured] * cfg.env_steps_per_update
-    plots.band_curves(
-        x,
-        values[..., measured],
-        labels,
-        os.path.join(cfg.workdir, "curves.png"),
-        title=cfg.title,
-        num_seeds=cfg.num_seeds,
-        xlabel=f"{cfg.x_name.replace('_', ' ')} per learner",
-        ylabel="episode return" if name == "return" else name,
-    )
-
-
-STATS = ("mean", "min", "max")

@@ -6,10 +6,12 @@ import inspect
 import pytest
 
 from rljax import agents
-from rljax.agents import dqn, grpo, offline, ppo, sqirl
+from rljax.agents import dqn, grpo, mpo, offline, ppo, ppo_rnn, sac, sqirl, td3
 
 
-@pytest.mark.parametrize("module", [ppo, dqn, sqirl, grpo, offline], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [ppo, ppo_rnn, dqn, sqirl, sac, td3, mpo, grpo, offline], ids=lambda m: m.__name__
+)
 def test_learner_modules_have_every_member_of_the_contract(module):
     for name in agents.MEMBERS:
         assert hasattr(module, name), f"{module.__name__} lacks {name}"

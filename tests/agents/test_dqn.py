@@ -144,6 +144,7 @@ def test_heads_read_back_the_value_they_are_trained_on(head):
     np.testing.assert_allclose(q_taken, 3.7, atol=0.15)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_learning_regression_cartpole_two_seeds():
     """Seeded: DQN (MSE) on CartPole-v1, 2 seeds vmapped, 60k env steps each."""

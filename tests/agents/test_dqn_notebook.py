@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(400)
 def test_dqn_notebook_runs(run_notebook):

@@ -10,7 +10,7 @@ import pytest
 
 from rljax import returns
 from rljax.agents import grpo
-from rljax.lm import objective, presets
+from rljax.lm import groups, objective, presets
 from rljax.lm.logprobs import completion_log_probs, completion_token_stats
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.losses import kl, policy_gradient, reduce
@@ -79,6 +79,14 @@ def _batch(seed=0):
     }
 
 
+def _typed(b: dict):
+    """The dict batch as the update's typed `groups.Batch` and `groups.RefSamples`."""
+    return (
+        groups.Batch(**{f: b[f] for f in groups.Batch._fields}),
+        groups.RefSamples(**{f: b[f"ref_{f}"] for f in groups.RefSamples._fields}),
+    )
+
+
 def _named_loss(params, v: dict, b: dict):
     """The preset written out with the library's named functions (the pre-population trainer)."""
     logp, entropy, mean_log_probs = completion_token_stats(
@@ -144,7 +152,7 @@ def test_population_loss_and_gradient_equal_the_named_preset(params, preset):
     hp = grpo.make_hparams(presets.hparam_values(values))
     batch = jax.tree.map(jnp.asarray, _batch())
     norms = objective.minibatch_norms(batch["mask"], B * R)
-    got_fn = lambda p: grpo.loss_fn(p, CONFIG, hp, batch, norms)[0]  # noqa: E731
+    got_fn = lambda p: grpo.loss_fn(p, CONFIG, hp, *_typed(batch), norms)[0]  # noqa: E731
     want_fn = lambda p: _named_loss(p, values, batch)  # noqa: E731
     got, got_grad = jax.value_and_grad(got_fn)(params)
     want, want_grad = jax.value_and_grad(want_fn)(params)
@@ -158,14 +166,16 @@ def test_micro_batches_with_minibatch_norms_sum_to_the_minibatch_loss(params):
     """Gradient accumulation: two halves (whole groups) give the loss of the whole."""
     hp = grpo.make_hparams(presets.hparam_values(presets.resolve("grpo")))
     batch = jax.tree.map(jnp.asarray, _batch(1))
-    whole = grpo.loss_fn(params, CONFIG, hp, batch, objective.minibatch_norms(batch["mask"], B * R))
+    whole = grpo.loss_fn(
+        params, CONFIG, hp, *_typed(batch), objective.minibatch_norms(batch["mask"], B * R)
+    )
     norms = objective.minibatch_norms(batch["mask"], B * R)
     rows = [np.arange(0, 2 * G), np.arange(2 * G, B * G)]
     ref_rows = [np.arange(0, 2 * R), np.arange(2 * R, B * R)]
     parts = 0.0
     for r, rr in zip(rows, ref_rows, strict=True):
         micro = {k: v[rr] if k in REF_SAMPLE_KEYS else v[r] for k, v in batch.items()}
-        parts = parts + grpo.loss_fn(params, CONFIG, hp, micro, norms)[0]
+        parts = parts + grpo.loss_fn(params, CONFIG, hp, *_typed(micro), norms)[0]
     np.testing.assert_allclose(parts, whole[0], rtol=1e-5)
 
 
@@ -230,7 +240,7 @@ def test_vmapped_presets_give_each_solo_loss_and_gradient(params):
     stacked = jax.tree.map(lambda *x: jnp.stack(x), *hps)
     batch = jax.tree.map(jnp.asarray, _batch(3))
     norms = objective.minibatch_norms(batch["mask"], B * R)
-    fn = jax.value_and_grad(lambda p, hp: grpo.loss_fn(p, CONFIG, hp, batch, norms)[0])
+    fn = jax.value_and_grad(lambda p, hp: grpo.loss_fn(p, CONFIG, hp, *_typed(batch), norms)[0])
     pop_loss, pop_grad = jax.jit(jax.vmap(fn, in_axes=(None, 0)))(params, stacked)
     for i, hp in enumerate(hps):
         loss, grad = jax.jit(fn)(params, hp)

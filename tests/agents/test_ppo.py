@@ -83,6 +83,7 @@ def test_validation_names_field_value_and_allowed():
         ppo.validate(ppo.Config(activation="swish"))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_learning_regression_cartpole(tmp_path):
     """Seeded: 4 seeds x 100k steps of the shipped CartPole settings reach a mean return > 150.

@@ -105,6 +105,7 @@ def test_huber_oracle_uses_its_delta():
         np.testing.assert_allclose(float(loss), want, rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_learning_regression_cartpole():
     """Seeded: SQIRL k=1 (MSE oracle) on CartPole-v1, 2 seeds vmapped, 40k random steps."""

@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(240)
 def test_dp_tour_notebook_executes(run_notebook):

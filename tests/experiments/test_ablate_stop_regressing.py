@@ -18,6 +18,7 @@ def _load():
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_quick_writes_results(tmp_path):
     mod = _load()

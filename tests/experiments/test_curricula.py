@@ -7,6 +7,7 @@ import math
 import pytest
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_curricula_quick(run_quick):
     res = run_quick("curricula.py", timeout=380)

@@ -7,6 +7,7 @@ import math
 import pytest
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_quick_writes_tables(run_quick):
     res = run_quick("kl_bayes.py")

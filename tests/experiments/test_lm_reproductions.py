@@ -17,6 +17,7 @@ def _finite_table(res: dict) -> None:
         assert c["sign"] in "+-0", name
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_tricks_or_traps_quick(run_quick):
     res = run_quick("tricks_or_traps.py", timeout=380)
@@ -25,6 +26,7 @@ def test_tricks_or_traps_quick(run_quick):
     _finite_table(res)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_ngrpo_hard_quick(run_quick):
     res = run_quick("ngrpo_hard.py", timeout=380)
@@ -35,6 +37,7 @@ def test_ngrpo_hard_quick(run_quick):
         assert 0.0 <= row["zero-adv share"]["mean"] <= 1.0, arm
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_nft_pacs_quick(run_quick):
     res = run_quick("nft_pacs.py", timeout=380)
@@ -51,6 +54,7 @@ def test_bad_flags(bad_flag):
     assert "--workdir" in bad_flag("one_shot.py", "--workdir", "")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_reward_validity_quick(run_quick):
     res = run_quick("reward_validity.py", timeout=380)
@@ -59,6 +63,7 @@ def test_reward_validity_quick(run_quick):
     assert {"level 1", "level 2", "level 3"} <= set(res["table"]["verifier"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(500)
 def test_one_shot_quick(run_quick):
     res = run_quick("one_shot.py", timeout=480)
@@ -67,6 +72,7 @@ def test_one_shot_quick(run_quick):
     assert len(res["examples"]["one"]) == 1 and len(res["examples"]["two"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_passk_divergence_quick(run_quick):
     res = run_quick("passk_divergence.py", timeout=380)
@@ -77,6 +83,7 @@ def test_passk_divergence_quick(run_quick):
     assert len(res["claims"]) == 4  # SELF's claim decided like the others
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_rover_lm_quick(run_quick):
     res = run_quick("rover_lm.py", timeout=380)

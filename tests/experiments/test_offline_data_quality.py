@@ -18,6 +18,7 @@ def _load():
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_quick_writes_results(run_quick, tmp_path):
     res = run_quick("offline_data_quality.py", timeout=280)

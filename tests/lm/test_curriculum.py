@@ -204,11 +204,15 @@ def test_balanced_filter_keeps_only_groups_in_the_band(data):
 def test_config_errors():
     with pytest.raises(ValueError, match="rl.curriculum='easy_first' is unknown; valid: uniform"):
         presets.check(presets.resolve("grpo", curriculum="easy_first"))
-    with pytest.raises(ValueError, match=r"rl.curriculum_temp=0.0; allowed: a finite > 0"):
+    with pytest.raises(
+        ValueError, match=r"rl.curriculum_temp=0.0 is invalid; allowed: a finite > 0"
+    ):
         presets.check(presets.resolve("grpo", curriculum_temp=0.0))
-    with pytest.raises(ValueError, match=r"rl.curriculum_lr=1.5; allowed: in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"rl.curriculum_lr=1.5 is invalid; allowed: in \(0, 1\]"):
         presets.check(presets.resolve("grpo", curriculum_lr=1.5))
-    with pytest.raises(ValueError, match=r"rl.balance_delta=0.6; allowed: in \[0, 0.5\]"):
+    with pytest.raises(
+        ValueError, match=r"rl.balance_delta=0.6 is invalid; allowed: in \[0, 0.5\]"
+    ):
         presets.check(presets.resolve("dapo", balance_delta=0.6))
     with pytest.raises(ValueError, match="needs dynamic_sampling=1"):
         presets.check(presets.resolve("grpo", balance_delta=0.25))

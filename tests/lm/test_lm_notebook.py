@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(300)
 def test_lm_rlvr_notebook_runs(run_notebook):

@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(240)
 def test_losses_tour_notebook_runs(run_notebook):

@@ -10,7 +10,6 @@ from jax.sharding import PartitionSpec as P
 from rljax import envs
 from rljax.agents import ppo
 from rljax.io.checkpoints import Checkpointer
-from rljax.parallel import checkpoints as parallel_checkpoints
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population, sharding
 from rljax.train import experiment
@@ -29,6 +28,11 @@ RUN = experiment.RunConfig(
         ("gae_lambda", 0.95),
     ),
 )
+
+
+def _restore_on_mesh(ckpt, step, like, mesh, rules):
+    """What a resumed run does (``rljax.train.loop``): restore onto the target shardings."""
+    return ckpt.restore(step, sharding.abstract(like, sharding.tree_shardings(mesh, like, rules)))
 
 
 def _assert_same_values(restored, saved):
@@ -62,7 +66,7 @@ def test_population_checkpoint_restores_on_other_mesh_shapes(tmp_path):
     ]
     for config, rules, obs_spec, obs_shard in targets:
         mesh = mesh_lib.make_mesh(config)
-        restored, meta = parallel_checkpoints.restore_on_mesh(ckpt, 3, shapes, mesh, rules)
+        restored, meta = _restore_on_mesh(ckpt, 3, shapes, mesh, rules)
         assert meta == {"note": "saved on (4, 2)"}
         obs = restored.env.env.obs  # [A=8, B=4, 4]
         assert obs.sharding.mesh.shape == mesh.shape and obs.sharding.spec == obs_spec
@@ -102,7 +106,7 @@ def test_fsdp_params_and_adam_state_restore_on_other_mesh_shapes(tmp_path):
         if isinstance(config, tuple):
             config = mesh_lib.MeshConfig(config, ("data", "fsdp"))
         mesh = mesh_lib.make_mesh(config)
-        restored, _ = parallel_checkpoints.restore_on_mesh(ckpt, 1, like, mesh, FSDP_RULES)
+        restored, _ = _restore_on_mesh(ckpt, 1, like, mesh, FSDP_RULES)
         w_in = restored["opt_state"][0].nu["params"]["mlp"]["w_in"]
         assert w_in.sharding.mesh.shape == mesh.shape and w_in.sharding.spec == P(None, "fsdp")
         assert {s.data.shape for s in w_in.addressable_shards} == {(16, 48 // fsdp)}

@@ -19,6 +19,8 @@ from rljax.agents import ppo
 from rljax.parallel import distributed, launch
 from rljax.train import experiment
 
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLAGS = [
     "--num_seeds=4",

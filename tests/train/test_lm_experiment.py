@@ -13,7 +13,7 @@ import pytest
 from configs import grpo as grpo_config
 from rljax.io.metrics import MetricsWriter
 from rljax.lm import presets
-from rljax.train import lm_experiment, loop
+from rljax.train import lm_experiment, loop, population
 
 STEPS = 20
 
@@ -42,6 +42,7 @@ def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("lm")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_population_member_equals_single_learner_run(tmp):
     """grpo and rloo alone vs inside a population with dapo and dph_js: the population draws 2x
@@ -83,8 +84,8 @@ class _SignalAfter:
 def _train(cfg, wrap=None):
     points = lm_experiment.validate(cfg)
     agent_cfg, data, hparams, _, _, _ = lm_experiment.build(cfg, points)
-    states, _ = lm_experiment.init_learners(agent_cfg, data, hparams, cfg)
-    chunk = lm_experiment.make_chunk_fn(agent_cfg, cfg.chunk_steps)
+    spec = lm_experiment.spec(cfg, agent_cfg, data, hparams, points)
+    states, chunk = population.init(spec), population.chunk_fn(spec, cfg.chunk_steps)
     loop_cfg = loop.LoopConfig(
         workdir=cfg.workdir, title="t", num_updates=cfg.steps, chunk_updates=cfg.chunk_steps,
         checkpoint_every=1, env_steps_per_update=1, num_seeds=cfg.num_seeds, grid=tuple(points),
@@ -94,6 +95,7 @@ def _train(cfg, wrap=None):
     return loop.run(loop_cfg, states, wrap(chunk) if wrap else chunk, data)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_killed_population_resumes_to_identical_metrics(tmp):
     changes = {"sweep.preset": "grpo,dapo", "num_seeds": 2, "run.steps": 6, "run.chunk_steps": 2}
@@ -107,13 +109,15 @@ def test_killed_population_resumes_to_identical_metrics(tmp):
     assert len(rows_full) == 6 * 4 and rows_full == MetricsWriter(str(tmp / "killed")).read()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_nan_in_one_learner_stops_the_run_naming_it(tmp):
     cfg = _config(tmp, "nan", **{"sweep.learning_rate": "1e-4,3e-4", "run.steps": 2,
                                  "run.chunk_steps": 2})  # fmt: skip
     points = lm_experiment.validate(cfg)
     agent_cfg, data, hparams, _, _, _ = lm_experiment.build(cfg, points)
-    states, _ = lm_experiment.init_learners(agent_cfg, data, hparams, cfg)
+    spec = lm_experiment.spec(cfg, agent_cfg, data, hparams, points)
+    states = population.init(spec)
     bad = states.hparams._replace(learning_rate=states.hparams.learning_rate.at[1].set(np.nan))
     states = states._replace(hparams=bad)
     loop_cfg = loop.LoopConfig(
@@ -121,7 +125,7 @@ def test_nan_in_one_learner_stops_the_run_naming_it(tmp):
         env_steps_per_update=1, num_seeds=1, grid=tuple(points), resume=False, progress=False,
         score_key="eval/pass@1", count_key=None, rows_per_learner=True,
     )  # fmt: skip
-    chunk = lm_experiment.make_chunk_fn(agent_cfg, 2)
+    chunk = population.chunk_fn(spec, 2)
     with pytest.raises(loop.NonFiniteLossError, match=r"learner 1 \(grid point 1: learning_rate"):
         loop.run(loop_cfg, states, chunk, data)
 
@@ -155,6 +159,7 @@ def test_default_workdir_names_the_first_swept_preset(tmp):
     assert dataclasses.replace(lm_experiment.from_config(c), num_seeds=3).num_seeds == 3
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_entry_point_trains_a_sharded_population(tmp):
     """experiments/train_lm.py as a user runs it: 2 learners sharded over 2 CPU devices."""

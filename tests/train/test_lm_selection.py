@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from configs import grpo as grpo_config
-from rljax.lm import tokenizer
+from rljax.lm import selection, tokenizer
 from rljax.lm.data import completion_length, encode_problems, prompt_length
 from rljax.lm.model import TransformerConfig, forward, init_params
 from rljax.lm.tasks import TASKS, make_split
@@ -41,13 +41,13 @@ def _loglik_one(params, problem) -> float:
 def test_least_likely_keeps_the_lowest_likelihood_problems_in_order():
     problems = make_split(TASK, num_per_level=8, seed=3)[:20]
     params = init_params(MODEL, jax.random.key(1))
-    got = lm_experiment.reference_log_likelihood(params, MODEL, TASK, problems)
+    got = selection.reference_log_likelihood(params, MODEL, TASK, problems)
     want = np.asarray([_loglik_one(params, p) for p in problems])
     np.testing.assert_allclose(got, want, rtol=2e-4)
-    kept = lm_experiment.least_likely(params, MODEL, TASK, problems, 0.25)
+    kept = selection.least_likely(params, MODEL, TASK, problems, 0.25)
     lowest = set(np.argsort(want)[:5].tolist())
     assert [problems.index(p) for p in kept] == sorted(lowest)  # 5 = ceil(0.25 x 20), in order
-    assert len(lm_experiment.least_likely(params, MODEL, TASK, problems, 0.01)) == 1
+    assert len(selection.least_likely(params, MODEL, TASK, problems, 0.01)) == 1
 
 
 def test_encoded_batch_matches_the_unpadded_reference_layout():

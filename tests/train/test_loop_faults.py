@@ -13,7 +13,7 @@ import pytest
 from rljax import cli, envs
 from rljax.agents import ppo
 from rljax.io import checkpoints, fingerprint
-from rljax.train import experiment, loop
+from rljax.train import experiment, loop, records
 
 TINY = ppo.Config(
     num_envs=4, num_steps=16, num_epochs=1, num_minibatches=2, hidden=(16,), num_updates=8
@@ -193,7 +193,7 @@ def test_fingerprint_is_stable_for_functions_and_nan(tmp_path):
 
 def test_divergence_watch_rules_on_synthetic_metrics():
     nan = np.nan
-    watch = loop._DivergenceWatch()
+    watch = records.DivergenceWatch()
     calm = {
         "episode/return": np.array([[nan, 20.0], [15.0, nan]]),
         "loss/value": np.array([[50.0, 40.0], [60.0, 30.0]]),  # RMS ~10, returns ~20: fine
@@ -202,7 +202,7 @@ def test_divergence_watch_rules_on_synthetic_metrics():
     watch.update(calm, 0)
     watch.update(calm, 2)
     assert watch.found == {}
-    first = loop._DivergenceWatch()  # blown up within the first update (CartPole, lr 1e3)
+    first = records.DivergenceWatch()  # blown up within the first update (CartPole, lr 1e3)
     first.update({**calm, "loss/value": np.array([[50.0, 40.0], [3e8, 2e8]])}, 0)
     assert "loss/value diverged for agent 1: RMS value error" in first.found["loss/value"]
     grown = {**calm, "loss/policy": np.array([[1e4, 1e4], [0.0, 0.2]])}  # 1e5-fold growth

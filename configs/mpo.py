@@ -1,0 +1,70 @@
+"""MPO (continuous Gaussian, and categorical for discrete actions) on gymnax classic control.
+
+    python experiments/train.py --config=configs/mpo.py:Pendulum-v1
+    python experiments/train.py --config=configs/mpo.py:CartPole-v1  # discrete variant
+    python experiments/train.py --config=configs/mpo.py:Acrobot-v1
+
+The argument picks the environment (default Pendulum-v1); the categorical policy is chosen for
+discrete environments. Measured results and run times (2-core CPU, shared) are in
+docs/learners_offpolicy.md: RESULTS_MPO.
+"""
+
+import ml_collections
+
+from rljax.train import overrides
+
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+ENV_OVERRIDES = {
+    "Pendulum-v1": {},
+    "MountainCarContinuous-v0": {"total_timesteps": 100_000},
+    "CartPole-v1": {"mpo.discrete": True},
+    "Acrobot-v1": {"mpo.discrete": True, "total_timesteps": 100_000},
+}
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    """Returns the MPO config for the environment named by ``arg``."""
+    env_name = arg or "Pendulum-v1"
+    if env_name not in ENV_OVERRIDES:
+        raise ValueError(f"configs/mpo.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}")
+    c = ml_collections.ConfigDict()
+    c.agent = "mpo"  # which agent module runs (see experiments/train.py AGENTS)
+    c.env_name = env_name  # gymnax environment
+    c.seed = 0  # base seed: agent a uses fold_in(PRNGKey(seed), a)
+    c.num_seeds = 16  # seeds per grid point, trained together under one vmap
+    c.total_timesteps = 40_000  # env steps per agent
+    c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
+    c.checkpoint_every = 4  # chunks between periodic checkpoints
+    c.resume = False  # continue from the latest checkpoint in --workdir
+    c.progress = True  # show a progress bar
+
+    c.mpo = ml_collections.ConfigDict()  # static settings: rljax.agents.mpo.Config
+    c.mpo.discrete = False  # categorical policy over all actions (discrete environments)
+    c.mpo.num_envs = 4  # parallel environments per agent
+    c.mpo.rollout_steps = 1  # batched env steps per update
+    c.mpo.grad_steps = 2  # gradient steps per update (0.5 per env step)
+    c.mpo.buffer_size = 100_000  # replay capacity (transitions)
+    c.mpo.batch_size = 128  # transitions per gradient step
+    c.mpo.learning_starts = 1_000  # env steps of uniformly random actions
+    c.mpo.num_samples = 16  # actions sampled per state (continuous E-step and critic target)
+    c.mpo.num_critics = 2  # critics; targets take the minimum
+    c.mpo.hidden = (64, 64)  # MLP widths of actor and critics
+    c.mpo.activation = "relu"  # tanh | relu | gelu
+
+    c.hparams = ml_collections.ConfigDict()  # array leaves: can be swept in one program
+    c.hparams.lr_actor = 3e-4  # Adam step size of the policy
+    c.hparams.lr_critic = 1e-3  # Adam step size of the critics
+    c.hparams.lr_dual = 1e-2  # Adam step size of the dual variables
+    c.hparams.gamma = 0.99  # discount
+    c.hparams.tau = 0.005  # Polyak rate of the target networks
+    c.hparams.eps_eta = 0.1  # E-step KL bound
+    c.hparams.eps_mean = 0.01  # M-step bound on the mean's KL (discrete: the whole KL)
+    c.hparams.eps_std = 1e-3  # M-step bound on the covariance's KL
+    c.hparams.init_eta = 1.0  # initial temperature
+    c.hparams.init_alpha = 1.0  # initial M-step multipliers
+    c.hparams.init_std = 0.3  # initial policy std (normalized actions)
+
+    # Comma-separated values train as a grid together with the seeds, e.g. eps_eta="0.05,0.1".
+    c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
+
+    return overrides.apply(c, ENV_OVERRIDES[env_name])

@@ -1,0 +1,216 @@
+"""Math RLVR end to end: local GSM8K / MATH files -> (SFT) -> GRPO-family learners -> pass@k.
+
+One run: load the train and test files (`rljax.lm.math_data`, checked disjoint), render prompts
+with the template and tokenizer (`rljax.lm.math_task`), build the policy, optionally fine-tune
+it on `#### <answer>` completions, train every learner of the population (`presets` x `seeds`)
+with `jax.vmap(grpo.update)` under one `jit` — the rewards come from the math-verify checker
+through `jax.pure_callback` inside that program — then sample `eval_samples` completions of each
+held-out problem per learner and write pass@k (`rljax.lm.evaluation.summarize`).
+
+Writes `<workdir>/metrics.jsonl` (one row per step and learner) and `<workdir>/results.json`
+(config, per-learner pass@k curve with bootstrap intervals, checker statistics).
+Models: "tiny" is the present decoder at the config's widths with the byte tokenizer and plain
+template; a pretrained checkpoint needs the decoder / checkpoint module and its chat template.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.agents import grpo
+from rljax.lm import evaluation, math_answers, math_data, math_task, presets, sft
+from rljax.lm.data import SeqBatch
+from rljax.lm.math_checker import Checker
+from rljax.lm.model import TransformerConfig, init_params
+from rljax.lm.sampling import sample
+
+
+@dataclasses.dataclass(frozen=True)
+class MathRunConfig:
+    train_path: str  # JSONL / Parquet, the problems RL draws from
+    test_path: str  # held-out problems for pass@k (no question may be in the training file)
+    workdir: str
+    layout: str = "gsm8k"  # gsm8k | math
+    fields: tuple = ()  # (("question", "prompt"), ...): field renames for other layouts
+    answer_modes: tuple[str, ...] = math_answers.MODES  # how completions' answers are extracted
+    model: str = "tiny"  # "tiny" or a pretrained checkpoint directory
+    d_model: int = 64
+    n_layers: int = 1
+    n_heads: int = 4
+    d_ff: int = 128
+    prompt_length: int = 96  # P tokens (BOS + rendered question)
+    completion_length: int = 8  # A sampled tokens
+    prompts_per_step: int = 4  # B
+    group_size: int = 4  # G
+    steps: int = 2  # RL updates per learner
+    presets: tuple[str, ...] = ("grpo",)  # one grid point per preset (a sweep axis)
+    num_seeds: int = 1  # learners per preset
+    seed: int = 0
+    sft_steps: int = 0  # fine-tuning steps on "#### answer" completions before RL (tiny only)
+    sft_learning_rate: float = 3e-3
+    temperature: float = 1.0
+    format_weight: float = 0.0
+    checker_timeout_s: float = 2.0  # per answer
+    checker_workers: int = 2
+    eval_problems: int = 0  # held-out problems for pass@k (0: all)
+    eval_samples: int = 4  # n completions per problem; pass@k for k = 1..n
+
+
+def _positive(name: str, value, low: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {low}")
+
+
+def validate(run: MathRunConfig) -> None:
+    """Checks every field before anything is loaded or compiled."""
+    for name in (
+        "d_model", "n_layers", "n_heads", "d_ff", "prompt_length", "completion_length",
+        "prompts_per_step", "steps", "num_seeds", "eval_samples", "checker_workers",
+    ):  # fmt: skip
+        _positive(name, getattr(run, name))
+    _positive("group_size", run.group_size, 2)
+    _positive("sft_steps", run.sft_steps, 0)
+    _positive("eval_problems", run.eval_problems, 0)
+    math_data.fields_for(run.layout, **dict(run.fields))
+    math_answers.check_modes(run.answer_modes)
+    for preset in run.presets:
+        presets.hparam_values(presets.resolve(preset))
+    if not run.presets:
+        raise ValueError(f"presets is empty; valid: {', '.join(presets.PRESETS)}")
+    if run.model != "tiny":
+        raise ValueError(
+            f"model={run.model!r}: only 'tiny' runs in this checkout; a pretrained checkpoint "
+            "needs the decoder and checkpoint loader with its tokenizer and chat template"
+        )
+    if not run.checker_timeout_s > 0:
+        raise ValueError(f"checker_timeout_s={run.checker_timeout_s!r}; allowed: > 0")
+    if not run.temperature > 0 or not run.format_weight >= 0:
+        raise ValueError("temperature must be > 0 and format_weight >= 0")
+
+
+def learner_values(run: MathRunConfig) -> list[dict]:
+    """Every learner's resolved preset values, preset-major (`presets` x `num_seeds`)."""
+    return [presets.resolve(p) for p in run.presets for _ in range(run.num_seeds)]
+
+
+def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> grpo.Config:
+    dynamic = any(bool(v["dynamic_sampling"]) for v in values)
+    needs_refs = any(v["divergence"] in presets.SAMPLE_DIVERGENCES for v in values)
+    return grpo.Config(
+        model=model,
+        reward_kind="host",
+        completion_length=run.completion_length,
+        prompts_per_step=run.prompts_per_step,
+        group_size=run.group_size,
+        oversample=2 if dynamic else 1,
+        max_epochs=max(int(v["num_epochs"]) for v in values),
+        max_minibatches=math.lcm(*(int(v["num_minibatches"]) for v in values)),
+        reference_samples=2 if needs_refs else 0,
+        temperature=run.temperature,
+        format_weight=run.format_weight,
+        host_scorer=host_scorer,
+    )
+
+
+def fine_tune(run: MathRunConfig, model, problems, tok, template, key):
+    """`sft_steps` AdamW steps of next-token loss on `#### <answer>` completions."""
+    cfg = sft.SFTConfig(
+        steps=max(run.sft_steps, 1),
+        batch_size=min(64, len(problems)),
+        learning_rate=run.sft_learning_rate,
+        warmup_steps=min(10, max(run.sft_steps // 5, 1)),
+        seed=run.seed,
+    )
+    state = sft.init(cfg, model, key)
+    batch = SeqBatch(
+        *math_task.encode_sft(problems, tok, template, run.prompt_length, run.completion_length)
+    )
+    step = jax.jit(lambda s, b: sft.update(s, b, cfg=cfg, model_cfg=model))
+    rng = np.random.default_rng(run.seed)
+    for _ in range(run.sft_steps):
+        rows = rng.choice(len(problems), cfg.batch_size, replace=False)
+        state, _ = step(state, SeqBatch(*(x[rows] for x in batch)))
+    return state.params
+
+
+def pass_at_k(run, config, table, problems, params, checker, tok, key):
+    """`[N, n]` correctness of `eval_samples` completions per held-out problem, and the texts."""
+    n = run.eval_samples
+    rows = np.repeat(np.arange(len(problems)), n)
+    out = jax.jit(
+        lambda p, t, m, k: sample(
+            p, config.model, t, m, k, max_new_tokens=run.completion_length,
+            temperature=run.temperature,
+        )
+    )(params, table.prompt_tokens[rows], table.prompt_mask[rows], key)  # fmt: skip
+    decoded = [tok.decode(r) for r in np.asarray(out.tokens)]
+    refs = [problems[i].answer for i in rows]
+    correct, _ = math_task.judge(checker, refs, [t for t, _ in decoded], run.answer_modes)
+    finished = np.asarray([d for _, d in decoded])
+    table_correct = (np.asarray(correct) & finished).reshape(len(problems), n)
+    return table_correct, [
+        [t for t, _ in decoded[i * n : (i + 1) * n]] for i in range(len(problems))
+    ]
+
+
+def run(run: MathRunConfig) -> dict:
+    """Trains and evaluates; returns the results written to `<workdir>/results.json`."""
+    validate(run)
+    fields = math_data.fields_for(run.layout, **dict(run.fields))
+    train, test = math_data.load_splits(run.train_path, run.test_path, fields)
+    test = test[: run.eval_problems] if run.eval_problems else test
+    tok, template = math_task.ByteTokenizer(), math_task.PlainTemplate()
+    model = TransformerConfig(
+        vocab_size=tok.vocab_size, d_model=run.d_model, n_layers=run.n_layers,
+        n_heads=run.n_heads, d_ff=run.d_ff, max_len=run.prompt_length + run.completion_length,
+    )  # fmt: skip
+    train_table = math_task.make_table(train, tok, template, run.prompt_length)
+    test_table = math_task.make_table(test, tok, template, run.prompt_length)
+    key_model, key_learners, key_eval = jax.random.split(jax.random.PRNGKey(run.seed), 3)
+    if run.sft_steps:
+        base = fine_tune(run, model, train, tok, template, key_model)
+    else:
+        base = init_params(model, key_model)
+    values = learner_values(run)
+    os.makedirs(run.workdir, exist_ok=True)
+    with Checker(timeout_s=run.checker_timeout_s, num_workers=run.checker_workers) as checker:
+        scorer = math_task.math_scorer(
+            checker, train, tok, format_weight=run.format_weight, modes=run.answer_modes
+        )
+        config = agent_config(run, values, model, scorer)
+        grpo.validate(config)
+        data = grpo.TaskData(base, jax.tree.map(jnp.asarray, train_table), test_table)
+        hparams = jax.tree.map(
+            lambda *x: jnp.stack(x),
+            *[grpo.make_hparams(presets.hparam_values(v)) for v in values],
+        )
+        keys = jax.random.split(key_learners, len(values))
+        states = jax.vmap(lambda k, h: grpo.init(config, data, k, h))(keys, hparams)
+        update = jax.jit(jax.vmap(lambda s: grpo.update(config, data, s)))
+        names = [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
+        with open(os.path.join(run.workdir, "metrics.jsonl"), "w") as f:
+            for step in range(run.steps):
+                states, metrics = update(states)
+                metrics = jax.device_get(metrics)
+                for i, name in enumerate(names):
+                    row = {k: float(v[i]) for k, v in metrics.items()}
+                    f.write(json.dumps({"step": step + 1, "learner": name, **row}) + "\n")
+        results = {"config": dataclasses.asdict(run), "learners": {}}
+        for i, name in enumerate(names):
+            params = jax.tree.map(lambda x, i=i: x[i], states.params)
+            correct, texts = pass_at_k(
+                run, config, test_table, test, params, checker, tok, key_eval
+            )
+            levels = np.asarray([p.level for p in test])
+            results["learners"][name] = evaluation.summarize(correct, texts, levels)
+        results["checker"] = dict(checker.stats)
+    with open(os.path.join(run.workdir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    return results

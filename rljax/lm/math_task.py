@@ -1,0 +1,155 @@
+"""Math problems as device tables, and their reward: the checker behind `jax.pure_callback`.
+
+Prompts are `template.render(question)` encoded by `tokenizer` (BOS first, left-padded to a
+fixed `[N, P]`), the layout of `rljax.lm.tokenizer`. Any tokenizer with `encode(text) -> ids`,
+`decode(ids) -> (text before EOS, finished)`, `vocab_size` and the special ids the sampler uses
+(PAD 0, BOS 1, EOS 2) works, and any template with `render(question) -> text`: the plain ones
+here serve the present decoder; a pretrained model's tokenizer and chat template plug into
+the same two calls.
+
+Reward of a completion (`math_scorer`), as `rljax.lm.tasks.reward`:
+
+  r = 1[finished] · (1[answer ≡ reference] + format_weight · 1[an answer was extracted])
+
+with the answer extracted by `rljax.lm.math_answers` and ≡ judged by `rljax.lm.math_checker`.
+`device_reward.score(kind="host", ...)` calls the scorer with `vmap_method="expand_dims"`, so a
+vmapped population sends all its completions in one call and every answer keeps its own
+deadline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from rljax.lm import device_reward, math_answers, tokenizer
+from rljax.lm.math_checker import Checker
+from rljax.lm.tasks import Problem
+
+
+class ByteTokenizer:
+    """UTF-8 bytes as tokens 3..258 after PAD/BOS/EOS (0, 1, 2): encodes any text."""
+
+    pad_id, bos_id, eos_id = tokenizer.PAD, tokenizer.BOS, tokenizer.EOS
+    vocab_size = 264  # 3 specials + 256 bytes, rounded up to a multiple of 8
+
+    def encode(self, text: str) -> list[int]:
+        return [b + 3 for b in text.encode("utf-8")]
+
+    def decode(self, ids) -> tuple[str, bool]:
+        """Text before the first EOS (PAD/BOS dropped, bad bytes replaced), and whether it ended."""
+        out, finished = bytearray(), False
+        for i in np.asarray(ids).tolist():
+            if i == self.eos_id:
+                finished = True
+                break
+            if 3 <= i < 259:
+                out.append(i - 3)
+        return out.decode("utf-8", errors="replace"), finished
+
+
+@dataclasses.dataclass(frozen=True)
+class PlainTemplate:
+    """`prefix + question + suffix`: the prompt without a chat template."""
+
+    prefix: str = ""
+    suffix: str = "\nAnswer: "
+
+    def render(self, question: str) -> str:
+        return f"{self.prefix}{question}{self.suffix}"
+
+
+def encode_prompts(problems: list[Problem], tok, template, length: int):
+    """`[N, length]` int32 prompt tokens (BOS + rendered question, left-padded) and 0/1 mask."""
+    tokens = np.full((len(problems), length), tok.pad_id, np.int32)
+    mask = np.zeros((len(problems), length), np.int32)
+    for row, problem in enumerate(problems):
+        ids = [tok.bos_id, *tok.encode(template.render(problem.prompt))]
+        if len(ids) > length:
+            raise ValueError(
+                f"problem {row} needs {len(ids)} prompt tokens > prompt_length={length}; "
+                "allowed: raise prompt_length or drop long problems"
+            )
+        tokens[row, length - len(ids) :] = ids
+        mask[row, length - len(ids) :] = 1
+    return tokens, mask
+
+
+def encode_sft(problems: list[Problem], tok, template, prompt_length: int, length: int):
+    """Prompts and reference completions (`"#### <answer>"` + EOS, right-padded to `length`)."""
+    prompt_tokens, prompt_mask = encode_prompts(problems, tok, template, prompt_length)
+    tokens = np.full((len(problems), length), tok.pad_id, np.int32)
+    mask = np.zeros((len(problems), length), np.int32)
+    for row, problem in enumerate(problems):
+        ids = [*tok.encode(f"#### {problem.answer}"), tok.eos_id][:length]
+        tokens[row, : len(ids)] = ids
+        mask[row, : len(ids)] = 1
+    return prompt_tokens, prompt_mask, tokens, mask
+
+
+def check_tokenizer(tok) -> None:
+    """The sampler ends completions at EOS = 2 and pads with 0; refuse a tokenizer that differs."""
+    ids = (tok.pad_id, tok.bos_id, tok.eos_id)
+    if ids != (tokenizer.PAD, tokenizer.BOS, tokenizer.EOS):
+        raise ValueError(
+            f"tokenizer special ids (pad, bos, eos)={ids}; the sampler needs "
+            f"{(tokenizer.PAD, tokenizer.BOS, tokenizer.EOS)}"
+        )
+
+
+def make_table(problems: list[Problem], tok, template, prompt_length: int):
+    """A `device_reward.ProblemTable` of math problems (answers stay on the host: row index)."""
+    check_tokenizer(tok)
+    if not problems:
+        raise ValueError("an empty problem list cannot be a table")
+    prompt_tokens, prompt_mask = encode_prompts(problems, tok, template, prompt_length)
+    n = len(problems)
+    return device_reward.ProblemTable(
+        prompt_tokens=prompt_tokens,
+        prompt_mask=prompt_mask,
+        target_int=np.zeros(n, np.int32),
+        target_tokens=np.zeros((n, 1), np.int32),
+        target_len=np.zeros(n, np.int32),
+        level=np.asarray([p.level for p in problems], np.int32),
+        index=np.arange(n, dtype=np.int32),
+    )
+
+
+def judge(checker: Checker, references: list[str], texts: list[str], modes):
+    """`(correct, well_formed)` lists for completion texts against extracted references."""
+    answers = [math_answers.extract(text, modes) for text in texts]
+    correct = checker.check(list(zip(references, answers, strict=True)))
+    return correct, [a is not None for a in answers]
+
+
+def math_scorer(
+    checker: Checker,
+    problems: list[Problem],
+    tok,
+    *,
+    format_weight: float,
+    modes=math_answers.MODES,
+):
+    """A NumPy `(tokens [..., A], problem [...]) -> (reward, correct)` for `jax.pure_callback`.
+
+    Any leading dimensions (it runs under `vmap` with `vmap_method="expand_dims"`)."""
+    modes = math_answers.check_modes(modes)
+    if not format_weight >= 0:
+        raise ValueError(f"format_weight={format_weight!r} is invalid; allowed: >= 0")
+    references = [p.answer for p in problems]
+
+    def score(tokens, problem):
+        tokens, problem = np.asarray(tokens), np.asarray(problem)
+        flat_tokens = tokens.reshape(-1, tokens.shape[-1])
+        flat_problem = np.broadcast_to(problem, tokens.shape[:-1]).reshape(-1)
+        decoded = [tok.decode(row) for row in flat_tokens]
+        refs = [references[int(i)] for i in flat_problem]
+        correct, well_formed = judge(checker, refs, [text for text, _ in decoded], modes)
+        finished = np.asarray([done for _, done in decoded], bool)
+        correct = np.asarray(correct, bool) & finished
+        reward = finished * (correct + format_weight * np.asarray(well_formed, np.float32))
+        shape = tokens.shape[:-1]
+        return reward.astype(np.float32).reshape(shape), correct.reshape(shape)
+
+    return score

@@ -1,0 +1,194 @@
+"""One pipeline for every learner: a population spec in, trained states and evaluations out.
+
+A population is ``G`` grid points × ``S`` seeds of one learner module (an
+``rljax.agents.Learner``), laid out grid-major on one leading axis (learner ``a`` is grid point
+``a // S``, seed ``a % S``) and trained by one vmapped, jitted chunk of ``train_chunk`` that the
+host loop (``rljax.train.loop``) calls, optionally sharded over a device mesh. The front ends
+(``rljax.train.experiment`` for gymnax control, ``rljax.train.lm_experiment`` for RLVR, the
+reproduction scripts) only build a ``Spec``.
+
+Keys follow the one rule of ``rljax.agents.learner``: seed ``s`` of every grid point starts from
+``learner_key(seed, s)``; the per-chunk evaluation hook gets ``fold_in(eval_key(seed), update)``,
+on a branch no training key reaches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from rljax import agents
+from rljax.agents import learner as learner_lib
+from rljax.parallel import mesh as mesh_lib
+from rljax.parallel import population, sharding
+from rljax.train import loop
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """Everything that determines what a population computes."""
+
+    learner: agents.Learner  # the learner module
+    config: Any  # its static Config, complete (num_updates set where it has one)
+    env: Any  # what it acts in: a gymnax Env, the RLVR task data, an offline dataset
+    hparams: Any  # the learner's Hparams with leaves [G]: one value per grid point
+    num_updates: int  # updates per learner
+    chunk_updates: int  # updates per compiled call; divides num_updates
+    num_seeds: int = 1  # S learners per grid point
+    seed: int = 0  # the run's seed: learner s of every grid point uses learner_key(seed, s)
+    grid: tuple[dict, ...] = ({},)  # the G grid points' names and values (rows, plots, messages)
+    # True: `env` is a pytree of arrays handed to every chunk call (replicated on a mesh, e.g.
+    # the LM task data with its base model); False: it is part of the compiled program.
+    env_as_argument: bool = False
+    mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: the default device)
+    sharding_rules: sharding.Rules = population.SEEDS  # learner-state rules on the mesh
+    # Optional hook after every chunk: jittable (states[A], key) -> pytree of [A, ...] arrays
+    # (e.g. greedy returns, a held-out pass@1); its results come back in Result.evaluations.
+    evaluate: Callable[[Any, jax.Array], Any] | None = None
+
+    @property
+    def num_learners(self) -> int:
+        return len(self.grid) * self.num_seeds
+
+
+@dataclasses.dataclass
+class Result:
+    """A finished (or interrupted) population run, in memory."""
+
+    states: Any  # final learner states, leaves [A, ...]
+    summary: loop.Summary
+    evaluations: Any = None  # the hook's outputs stacked [A, chunks run, ...] (None: no hook)
+    eval_updates: tuple[int, ...] = ()  # the update after which each evaluation ran
+
+
+def check_grid(learner: agents.Learner, points: list[dict]) -> None:
+    """Every grid point's value of every ``HPARAM_RULES`` field is finite and allowed."""
+    for point in points:
+        for name, value in point.items():
+            if name not in learner.HPARAM_RULES:
+                continue
+            check, allowed = learner.HPARAM_RULES[name]
+            if not (np.isfinite(value) and check(value)):
+                raise ValueError(f"hparams.{name}={value!r} is invalid; allowed: {allowed}")
+
+
+def grid_hparams(learner: agents.Learner, points: list[dict]) -> Any:
+    """The learner's ``Hparams`` with float32 leaves ``[G]`` from full grid points (dicts)."""
+    fields = learner.Hparams._fields
+    return learner.Hparams(**{k: np.asarray([p[k] for p in points], np.float32) for k in fields})
+
+
+def keys(spec: Spec) -> jax.Array:
+    """Root keys of the ``A`` learners: ``learner_key(seed, a % S)`` (grid points share them)."""
+    seeds = np.arange(spec.num_learners) % spec.num_seeds
+    return jax.vmap(lambda s: learner_lib.learner_key(spec.seed, s))(seeds)
+
+
+def learner_hparams(spec: Spec) -> Any:
+    """Per-learner ``Hparams`` ``[A]``: each grid point's values repeated for its seeds."""
+    return jax.tree.map(lambda h: np.repeat(np.asarray(h), spec.num_seeds, axis=0), spec.hparams)
+
+
+def init(spec: Spec, shardings=None, *, abstract: bool = False, rows: slice | None = None):
+    """Initial states of all learners, stacked on a leading axis (grid-major).
+
+    Optional: ``shardings`` places the states on a mesh as they are created; ``abstract=True``
+    returns only their shapes and dtypes, computing nothing; ``rows`` creates only the learners
+    ``rows`` (a process's share on several hosts).
+    """
+    root_keys, hparams = keys(spec), learner_hparams(spec)
+    if rows is not None:
+        root_keys, hparams = root_keys[rows], jax.tree.map(lambda h: h[rows], hparams)
+    if spec.env_as_argument:
+        fn = jax.vmap(functools.partial(spec.learner.init, spec.config), in_axes=(None, 0, 0))
+        init_fn = functools.partial(fn, spec.env)
+    else:
+        init_fn = jax.vmap(functools.partial(spec.learner.init, spec.config, spec.env))
+    if abstract:
+        return jax.eval_shape(init_fn, root_keys, hparams)
+    return jax.jit(init_fn, out_shardings=shardings)(root_keys, hparams)
+
+
+def init_on_mesh(spec: Spec, mesh=None):
+    """Initial states created in place on ``mesh`` (``None``: the default device, unsharded).
+
+    Returns:
+      ``(states, shardings)``; ``shardings`` is ``(state_shardings, metrics_sharding)`` for
+      ``chunk_fn`` (the rules checked on the states' shapes before anything compiles), or
+      ``None`` without a mesh.
+    """
+    if mesh is None:
+        return init(spec), None
+    shardings = population.shardings(mesh, init(spec, abstract=True), spec.sharding_rules)
+    return init(spec, shardings[0]), shardings
+
+
+def chunk_fn(spec: Spec, updates: int, shardings=None):
+    """The jitted, vmapped chunk ``(states[A], *env) -> (states, metrics[A, updates])``.
+
+    Donates the states; ``env`` is an argument only with ``spec.env_as_argument``.
+    """
+    if spec.env_as_argument:
+        chunk = jax.vmap(
+            functools.partial(spec.learner.train_chunk, spec.config, num_updates=updates),
+            in_axes=(None, 0),
+        )
+        fn = lambda states, env: chunk(env, states)  # noqa: E731
+    else:
+        fn = jax.vmap(
+            functools.partial(spec.learner.train_chunk, spec.config, spec.env, num_updates=updates)
+        )
+    if shardings is None:
+        return jax.jit(fn, donate_argnums=0)
+    state_shardings, metrics_sharding = shardings
+    # The states' shardings are explicit on the way in too (the task data's are its own).
+    inputs = {} if spec.env_as_argument else {"in_shardings": (state_shardings,)}
+    out = (state_shardings, metrics_sharding)
+    return jax.jit(fn, out_shardings=out, donate_argnums=0, **inputs)
+
+
+def run(spec: Spec, **loop_options) -> Result:
+    """Trains the population in the host loop; returns the final states and evaluations.
+
+    Args:
+      spec: the population.
+      **loop_options: the remaining ``loop.LoopConfig`` fields (workdir, title,
+        checkpoint_every, resume, progress, score and axis names, fingerprint).
+    """
+    mesh = None if spec.mesh is None else mesh_lib.make_mesh(spec.mesh)
+    env = spec.env
+    if (
+        spec.env_as_argument and mesh is not None
+    ):  # shared data (a restored base sits on one device)
+        env = jax.device_put(env, sharding.replicated(mesh))
+    states, shardings = init_on_mesh(spec, mesh)
+    loop_cfg = loop.LoopConfig(
+        num_updates=spec.num_updates,
+        chunk_updates=spec.chunk_updates,
+        env_steps_per_update=spec.learner.env_steps_per_update(spec.config),
+        num_seeds=spec.num_seeds,
+        grid=tuple(spec.grid),
+        **loop_options,
+    )
+    evaluations, eval_updates, hook = [], [], None
+    if spec.evaluate is not None:
+        evaluate = jax.jit(spec.evaluate)
+        eval_root = learner_lib.eval_key(spec.seed)
+
+        def hook(states, update):
+            key = jax.random.fold_in(eval_root, update)
+            evaluations.append(jax.device_get(evaluate(states, key)))
+            eval_updates.append(update)
+
+    args = (env,) if spec.env_as_argument else ()
+    fn = chunk_fn(spec, spec.chunk_updates, shardings)
+    states, summary = loop.run(loop_cfg, states, fn, *args, after_chunk=hook)
+    stacked = None
+    if evaluations:
+        stacked = jax.tree.map(lambda *e: np.stack(e, axis=1), *evaluations)
+    return Result(states, summary, stacked, tuple(eval_updates))

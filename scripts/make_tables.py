@@ -1,0 +1,252 @@
+"""Regenerates the results tables of README.md and docs/ from the committed results files.
+
+    python scripts/make_tables.py          # rewrite the tables in place
+    python scripts/make_tables.py --check  # exit 1 and name each table that differs
+
+Every study has a folder ``results/<study>/`` with ``card.json`` (what the study claims, its
+command, verdict rule, and per seed set the date, commit, machine and figures) and, where the
+run's own file was kept, the ``results.json`` its script wrote; a figure with a ``path`` is read
+from that file, a figure with numbers is the card's own copy of what the script wrote (its
+``source`` says from where). Benchmarks have cards too (``kind: "benchmark"``).
+
+The tables live between marker comments, ``<!-- BEGIN <name> -->`` ... ``<!-- END <name> -->``:
+``results`` in README.md (one row per benchmark and study), ``summary`` in docs/reproductions.md
+and docs/benchmarks.md, ``card:<study>`` (one section per study) in docs/reproductions.md, and
+``dp_cvar`` in docs/dp.md (from ``results/dp_cvar/results.json``: experiments/dp_cvar.py's rows).
+``tests/test_tables.py`` fails when a committed table differs from what this script generates.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "results")
+
+
+def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
+    """study -> card, with every figure's value (and interval) resolved; sorted by ``order``."""
+    cards = {}
+    for study in sorted(os.listdir(results_dir)):
+        path = os.path.join(results_dir, study, "card.json")
+        if not os.path.isfile(path):
+            continue
+        with open(path) as f:
+            card = json.load(f)
+        raw = None
+        raw_path = os.path.join(results_dir, study, "results.json")
+        if os.path.isfile(raw_path):
+            with open(raw_path) as f:
+                raw = json.load(f)
+        for seed_set in card["seed_sets"]:
+            for name, fig in seed_set["figures"].items():
+                if "path" in fig:
+                    if raw is None:
+                        raise ValueError(f"{study}: figure {name!r} has a path but no results.json")
+                    fig.update(_resolve(raw, fig["path"], f"{study}: {name}"))
+        cards[study] = card
+    return dict(sorted(cards.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
+
+
+def _resolve(raw, path: list, where: str) -> dict:
+    """{"value": ..., "ci": [...]} from results.json at ``path`` (a list of keys)."""
+    node = raw
+    for key in path:
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError) as e:
+            raise ValueError(f"{where}: results.json has no {path}") from e
+    if isinstance(node, dict):
+        if "diff" in node:
+            return {"value": node["diff"], "ci": node["diff_ci"]}
+        if "mean" in node:
+            return {"value": node["mean"], "ci": node.get("mean_ci")}
+        raise ValueError(f"{where}: {path} is neither a comparison nor a summary")
+    return {"value": node}
+
+
+def fmt(fig: dict, digits: int, signed: bool) -> str:
+    """``+0.028 [+0.024, +0.031]``; a plain value when the figure has no interval."""
+    value = fig["value"]
+    if isinstance(value, str):
+        return value
+    sign = "+" if fig.get("signed", signed) else ""
+    form = f"{{:{sign}.{fig.get('digits', digits)}{'e' if fig.get('sci') else 'f'}}}"
+    text = form.format(value) + fig.get("unit", "")
+    if fig.get("ci"):
+        low, high = fig["ci"]
+        text += f" [{form.format(low)}, {form.format(high)}]"
+    return text.replace("-", "−")
+
+
+def _figure_text(card: dict, seed_set: dict, name: str) -> str:
+    return fmt(seed_set["figures"][name], card.get("digits", 3), card.get("signed", True))
+
+
+def _label(seed_set: dict) -> str:
+    return seed_set.get("label", f"seeds {seed_set['seeds']}")
+
+
+def _when(seed_set: dict) -> str:
+    return f"{seed_set['date']}, `{seed_set['commit']}`, {seed_set['machine']}"
+
+
+def readme_table(cards: dict) -> str:
+    """One row per benchmark and study: headline figures per seed set, verdict, provenance."""
+    lines = [
+        "| what | headline figure (95% CI over seeds) | verdict | measured |",
+        "|---|---|---|---|",
+    ]
+    for card in cards.values():
+        figs, whens = [], []
+        for s in card["seed_sets"]:
+            parts = [f"{label} {_figure_text(card, s, name)}" for label, name in _headline(card)
+                     if name in s["figures"]]  # fmt: skip
+            prefix = f"{_label(s)}: " if len(card["seed_sets"]) > 1 else ""
+            figs.append(prefix + "; ".join(parts))
+            if _when(s) not in whens:
+                whens.append(_when(s))
+        link = f"[{card['short']}]({card['doc']})"
+        verdict = card["verdict"]
+        lines.append(f"| {link} | {'<br>'.join(figs)} | {verdict} | {'<br>'.join(whens)} |")
+    return "\n".join(lines)
+
+
+def _headline(card: dict) -> list[tuple[str, str]]:
+    return [(h["label"], h["figure"]) for h in card["headline"]]
+
+
+def summary_table(cards: dict, kind: str) -> str:
+    """docs/<page>.md's summary: one row per study of ``kind`` with its command and verdict."""
+    lines = ["| study | command | claim | verdict | seed sets |", "|---|---|---|---|---|"]
+    for card in cards.values():
+        if card.get("kind", "reproduction") != kind:
+            continue
+        seeds = "; ".join(f"{s['seeds']} ({s['verdict']})" for s in card["seed_sets"])
+        lines.append(
+            f"| [{card['short']}](#{card['anchor']}) | `{card['command']}` | {card['claim']} | "
+            f"**{card['verdict']}** | {seeds} |"
+        )
+    return "\n".join(lines)
+
+
+def card_section(card: dict) -> str:
+    """One study in the common format: claim, setup, command, table, rule, verdict, provenance."""
+    sets = card["seed_sets"]
+    lines = [
+        f"**Claim.** {card['claim']}",
+        "",
+        f"**Setup.** {card['setup']}",
+        "",
+        f"**Command.** `{card['command']}`",
+        "",
+        "| figure | " + " | ".join(_label(s) for s in sets) + " |",
+        "|---|" + "---|" * len(sets),
+    ]
+    names = list(dict.fromkeys(n for s in sets for n in s["figures"]))
+    for name in names:
+        cells = [_figure_text(card, s, name) if name in s["figures"] else "–" for s in sets]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"**Verdict rule.** {card['verdict_rule']}",
+        "",
+        f"**Verdict: {card['verdict']}.** "
+        + "; ".join(f"{_label(s)}: {s['verdict']}" for s in sets)
+        + ".",
+        "",
+        "**Measured.** "
+        + "; ".join(
+            f"{_label(s)}: {_when(s)}" + (f", {s['wall']}" if s.get("wall") else "") for s in sets
+        )
+        + f". Source: {card['source']}.",
+    ]
+    return "\n".join(lines)
+
+
+def dp_cvar_table(rows: list[dict]) -> str:
+    """docs/dp.md's CVaR table from experiments/dp_cvar.py's results.json (a list of rows)."""
+    lines = [
+        "| env | α | method | CVaR_α (exact) | CVaR_α (MC) | mean (exact) |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['env']} | {r['alpha']:g} | {r['method']} | {r['cvar']:.3f} | "
+            f"{r['cvar_mc']:.3f} | {r['mean']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]:
+    """file (relative to the repository) -> marker name -> generated text."""
+    with open(os.path.join(results_dir, "dp_cvar", "results.json")) as f:
+        dp_rows = json.load(f)
+    out = {
+        "docs/dp.md": {"dp_cvar": dp_cvar_table(dp_rows)},
+        "README.md": {"results": readme_table(cards)},
+        "docs/reproductions.md": {"summary": summary_table(cards, "reproduction")},
+        "docs/benchmarks.md": {
+            "summary": readme_table(
+                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"}
+            )
+        },  # fmt: skip
+    }
+    for study, card in cards.items():
+        if card.get("kind", "reproduction") == "reproduction":
+            out["docs/reproductions.md"][f"card:{study}"] = card_section(card)
+    return out
+
+
+def _block(name: str) -> re.Pattern:
+    return re.compile(
+        rf"(<!-- BEGIN {re.escape(name)} -->\n)(.*?)(<!-- END {re.escape(name)} -->)", re.S
+    )
+
+
+def apply(text: str, blocks: dict[str, str], where: str) -> str:
+    """``text`` with each marked block replaced by its generated content."""
+    for name, body in blocks.items():
+        pattern = _block(name)
+        if not pattern.search(text):
+            raise ValueError(f"{where}: no <!-- BEGIN {name} --> ... <!-- END {name} --> block")
+        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(3), text)
+    return text
+
+
+def differences(root: str = ROOT, results_dir: str = RESULTS) -> list[str]:
+    """The files whose committed tables differ from what the results files generate."""
+    stale = []
+    for rel, blocks in tables(load_cards(results_dir), results_dir).items():
+        with open(os.path.join(root, rel)) as f:
+            text = f.read()
+        if apply(text, blocks, rel) != text:
+            stale.append(rel)
+    return stale
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a table is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = differences()
+        for rel in stale:
+            print(f"error: {rel}: a table differs from results/; run python scripts/make_tables.py")
+        return 1 if stale else 0
+    for rel, blocks in tables(load_cards()).items():
+        path = os.path.join(ROOT, rel)
+        with open(path) as f:
+            text = f.read()
+        new = apply(text, blocks, rel)
+        if new != text:
+            with open(path, "w") as f:
+                f.write(new)
+            print(f"wrote {rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""`--config.model.family/path/dtype` on experiments/train_lm.py, and the export script."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rljax import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LM = "--config=configs/grpo.py:arithmetic,tiny"
+FIXTURES = os.path.join(ROOT, "tests", "lm", "fixtures", "hf")
+
+
+@pytest.fixture(scope="module")
+def train_lm(load_entry):
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        yield load_entry("experiments/train_lm.py")
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.parametrize(
+    "flag,message",
+    [
+        ("--config.model.family=gpt2", "family='gpt2'; allowed: ('tiny', 'llama', 'qwen2'"),
+        ("--config.model.dtype=fp8", "dtype='fp8'; allowed: ('float32', 'bfloat16')"),
+        ("--config.model.path=/nonexistent", "model.path='/nonexistent' has no config.json"),
+        (
+            f"--config.model.path={FIXTURES}/qwen2",
+            "vocab_size=256, eos_token_id=(1,); the toy tasks' character tokenizer needs",
+        ),
+    ],
+)
+def test_model_flags_are_checked_before_anything_runs(train_lm, flag, message, tmp_path):
+    with pytest.raises(cli.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        train_lm.parse(["train_lm.py", LM, flag, f"--workdir={tmp_path}/w"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_export_then_train_from_model_path(tmp_path):
+    """An rljax-trained llama-family arithmetic base, exported in the Hugging Face layout, loads
+    through --config.model.path and trains (2 GRPO steps) with the same command line."""
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    common = [LM, "--config.sft.steps=20", f"--config.base_cache_dir={tmp_path}/base"]
+    out = tmp_path / "hf"
+    export = [sys.executable, "scripts/export_lm_base.py", *common, "--config.model.family=llama"]
+    done = subprocess.run([*export, f"--out={out}"], cwd=ROOT, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert (out / "config.json").exists() and (out / "model.safetensors").exists()
+    run = [sys.executable, "experiments/train_lm.py", *common, f"--config.model.path={out}"]
+    run += ["--config.run.steps=2", "--config.progress=False", f"--workdir={tmp_path}/run"]
+    done = subprocess.run(run, cwd=ROOT, env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "cached=True, " in done.stdout.decode() and str(out) in done.stdout.decode()
+    assert (tmp_path / "run" / "results.md").exists()
