@@ -38,6 +38,7 @@ setup(
             "nbclient>=0.10",
             "nbformat>=5.10",
             "ipykernel>=6.29",
+            "rlax>=0.1.9",  # reference implementations in tests (skipped where absent)
         ],
         # Only for scripts/build_hf_fixtures.py and the live parity test, in a separate venv:
         # pip install torch==2.13.0 (the CPU build) first, then pip install -e ".[hf]".

@@ -16,8 +16,12 @@ from rljax.train import overrides
 
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
-    # The classic purejaxrl/CleanRL setup: 4 seeds x 500k steps.
-    "CartPole-v1": {},
+    # The classic purejaxrl/CleanRL setup: 4 seeds x 500k steps. The Huber threshold covers
+    # the value range [0, 100]: every non-terminal step pays +1 whatever the action, so the only
+    # signal about the actions is in terminal transitions, whose TD errors are the size of Q
+    # (tens). At the Atari δ = 1 their gradient is capped at any other sample's: every agent
+    # ended at 9.6 (below random, ~22) with Q diverging (docs/value_based.md).
+    "CartPole-v1": {"dqn.huber_delta": 100.0},
     # Rewards -1 per step until the goal; values in [-100, 0].
     "Acrobot-v1": {
         "dqn.v_min": -100.0,

@@ -6,7 +6,10 @@
 
 The argument picks the environment (default Pendulum-v1); the categorical policy is chosen for
 discrete environments. Measured results and run times (2-core CPU, shared) are in
-docs/learners_offpolicy.md: RESULTS_MPO.
+docs/learners_offpolicy.md. Pendulum-v1 (16 seeds x 40k env steps, 2026-11-25, commit
+eeb7915): final-return IQM -139.6 [95% CI -158.3, -123.4], 16/16 seeds >= -200; 72 s compile +
+3051 s on the 2-core CPU at load 20-40 (shared). Discrete (4 seeds x 40k): CartPole-v1 learns
+but is not solved (final 169-473), Acrobot-v1 is not solved (one seed of four learns).
 """
 
 import ml_collections

@@ -19,9 +19,12 @@ import json
 import os
 import time
 
+import _arms
+import _verdicts
 import numpy as np
 
 from rljax import cli, stats
+from rljax.io import workdir_lock
 from rljax.train import lm_experiment
 
 _CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
@@ -49,7 +52,12 @@ def add_flags(parser: cli.ArgumentParser, workdir: str, seeds: int, steps: int) 
     parser.add_argument("--workdir", default=workdir)
     parser.add_argument("--quick", action="store_true", help="tiny model, 3 seeds, 2 steps")
     parser.add_argument("--seeds", type=int, default=seeds, help="learners per arm")
-    parser.add_argument("--seed", type=int, default=0, help="learner s uses seed + s")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="learner s of every arm starts from learner_key(seed, s)",
+    )
     parser.add_argument("--steps", type=int, default=steps, help="RL updates per learner")
     parser.add_argument("--no_progress", action="store_true")
 
@@ -63,6 +71,7 @@ def check_flags(parser: cli.ArgumentParser, args) -> None:
         if value < low:
             parser.error(f"--{name}={value} is invalid; allowed: an integer >= {low}")
     cli.check_workdir("--workdir", args.workdir)
+    workdir_lock.acquire(args.workdir)  # one study per workdir (each population locks its own)
 
 
 def testbed(args, pop: Population, *, chunk_steps: int, final_samples: int, final_problems: int):
@@ -91,8 +100,10 @@ def testbed(args, pop: Population, *, chunk_steps: int, final_samples: int, fina
 
 
 def train(args, pops: list[Population], **testbed_kwargs) -> dict:
-    """Trains every population (a rerun archives the old work directory and trains afresh, as
-    `rljax.train.loop` does); returns per-arm learner results.
+    """Trains every population; returns per-arm learner results. A rerun reuses each population
+    that finished with the same config and resumes one that was stopped (``_arms``); any other
+    old work directory is archived and trained afresh, as `rljax.train.loop` does. A population
+    stopped by a signal stops the study (``_arms.StudyInterrupted``).
 
     Returns:
       {"arms": {label: {"learners": [eval dict per seed], "curves": {key: [S, U]},
@@ -103,7 +114,12 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
     arms, seconds, cpu, updates, examples = {}, {}, {}, None, {}
     for pop, run in zip(pops, runs, strict=True):
         t0, c0 = time.perf_counter(), time.process_time()
-        lm_experiment.run(run)
+        state = _arms.lm_population(run, lm_experiment.RESUMABLE_FIELDS)  # finished: reused
+        if state == "done":
+            print(f"[rljax] reusing the finished population {pop.name} in {run.workdir}")
+        else:
+            _, summary, _ = lm_experiment.run(dataclasses.replace(run, resume=state == "resume"))
+            _arms.stop_if_interrupted(pop.name, summary)  # never judge a partial population
         seconds[pop.name] = round(time.perf_counter() - t0, 1)
         cpu[pop.name] = round(time.process_time() - c0, 1)  # all threads: a load-free measure
         with open(os.path.join(run.workdir, "results.json")) as f:
@@ -215,9 +231,8 @@ def effect(a: list, b: list) -> dict:
 
 
 def overall(claims: dict) -> str:
-    """One verdict for several claims: theirs if they agree, else "partly"."""
-    found = {v for v, _ in claims.values()}
-    return found.pop() if len(found) == 1 else "partly"
+    """The study's verdict from ``{claim: (verdict, why)}``: the common rule of ``_verdicts``."""
+    return _verdicts.overall(claims)
 
 
 def chunk_ends(updates: np.ndarray, chunk: int) -> np.ndarray:

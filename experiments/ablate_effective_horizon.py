@@ -68,6 +68,7 @@ from scipy import stats as scipy_stats  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import _population  # noqa: E402
+import _verdicts  # noqa: E402
 
 from configs import dqn as dqn_configs  # noqa: E402
 from configs import ppo as ppo_configs  # noqa: E402
@@ -389,14 +390,14 @@ def write_outputs(workdir, per_env, horizons, corr, meta) -> str:
     # "Correlates strongly": both intervals above 0 and both point estimates at least 0.5.
     points = [v["rho"] for v in rho.values()]
     strong = [lo > 0 and p >= 0.5 for lo, p in zip(lows, points, strict=False)]
-    if len(strong) == 2 and all(strong):
-        verdict = "reproduced"
-    elif any(strong) or any(lo > 0 for lo in lows):
-        verdict = "partly"
-    elif highs and all(hi < 0 for hi in highs):
-        verdict = "contradicted"
-    else:
-        verdict = "not at this scale"
+    # Per claim: strong → holds; positive but ρ < 0.5 → partly; interval below 0 → fails.
+    statuses = [
+        "reproduced" if s else "partly" if lo > 0 else "contradicted" if hi < 0 else "tie"
+        for s, lo, hi in zip(strong, lows, highs, strict=False)
+    ]
+    if len(statuses) < 2:
+        statuses.append("tie")  # a correlation without an interval decides nothing
+    verdict = _verdicts.overall(statuses)
     reason = "; ".join(
         f"ρ({k}) = {v['rho']:.2f} [{_n(v['ci'][0])}, {_n(v['ci'][1])}]" for k, v in rho.items()
     ) + (
@@ -520,6 +521,7 @@ def parse_args(argv=None):
         p.error(f"--seeds={args.seeds} is invalid; allowed: an integer >= 2")
     if args.steps < 0:
         p.error(f"--steps={args.steps} is invalid; allowed: >= 0")
+    cli.check_workdir("--workdir", args.workdir)  # before anything trains
     return args
 
 

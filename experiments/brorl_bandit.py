@@ -34,6 +34,7 @@ xla_flags.set_flags()
 
 import itertools  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -43,6 +44,9 @@ from scipy import special  # noqa: E402
 
 from rljax import returns, stats  # noqa: E402
 from rljax.losses import policy_gradient, reduce  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
+import _verdicts  # noqa: E402
 
 NUM_CORRECT = 5
 START_MASS = 0.3
@@ -209,6 +213,7 @@ def main(argv=None):
     parser.add_argument("--logit_std", type=float, default=2.0)
     parser.add_argument("--multi_steps", type=int, default=300)
     args = parser.parse_args(argv)
+    cli.check_workdir("--workdir", args.workdir)  # before anything trains
     vocabs, rollouts = (50, 500, 5000), (4, 8, 16, 32, 64, 128, 256, 512)
     if args.quick:
         args.seeds, args.draws, args.multi_steps = 3, 100, 60
@@ -323,8 +328,7 @@ def write(args, vocabs, rollouts, one, infinite, exact_check, multi, seconds):
         "winner_take_all_across_problems": quart_s["Q4"]["log_ratio"]["mean_ci"][0]
         > quart_s["Q1"]["log_ratio"]["mean_ci"][1],
     }
-    n_true = sum(findings.values())
-    verdict = "reproduced" if n_true == len(findings) else "partly" if n_true else "contradicted"
+    verdict = _verdicts.overall(_verdicts.from_findings(findings))
     reason = (
         f"GRPO, V={v_big}: the correct mass gains {stats.format_interval(small['delta_mass'])} "
         f"at N={n_small} and {stats.format_interval(big['delta_mass'])} at N={n_big} (it fell "

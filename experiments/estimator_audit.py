@@ -53,6 +53,7 @@ xla_flags.set_flags()
 import functools  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -61,6 +62,9 @@ import numpy as np  # noqa: E402
 
 from rljax import returns, stats  # noqa: E402
 from rljax.losses import kl, policy_gradient, reduce  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
+import _verdicts  # noqa: E402
 
 N_CONTENT = 3  # content tokens 0..2; token 3 is EOS
 EOS = N_CONTENT
@@ -488,6 +492,7 @@ def main(argv=None):
     parser.add_argument("--mc_groups", type=int, default=20000)
     parser.add_argument("--var_groups", type=int, default=4000)
     args = parser.parse_args(argv)
+    cli.check_workdir("--workdir", args.workdir)  # before anything trains
     args.groups, args.resamples = (2, 4, 8, 16), stats.NUM_RESAMPLES
     if args.quick:
         args.seeds, args.groups, args.mc_groups, args.var_groups = 3, (2, 8), 1000, 500
@@ -579,13 +584,7 @@ def write(args, space, per_seed, problems, variance, checks, nft, seconds):
         ][1]
         < at("none", "seq_sum", "rloo")["cosine"]["mean_ci"][0],
     }
-    verdict = (
-        "reproduced"
-        if all(findings.values())
-        else "partly"
-        if any(findings.values())
-        else "contradicted"
-    )
+    verdict = _verdicts.overall(_verdicts.from_findings(findings))
     verdict_reason = (
         f"{len(unbiased)} of {n_arms} surrogates at G={g_max} ascend ∇J without bias (relative "
         f"error < 1e-3, mean of {args.seeds} seeds): {', '.join(unbiased) or 'none'}. Per-token k3 "

@@ -59,11 +59,14 @@ from scipy import stats as scipy_stats  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import _arms  # noqa: E402
 import _population  # noqa: E402
+import _verdicts  # noqa: E402
 
 from configs import ppo as ppo_configs  # noqa: E402
 from rljax import stats  # noqa: E402
 from rljax.agents import learner, ppo  # noqa: E402
+from rljax.io import workdir_lock  # noqa: E402
 
 # name -> (low, high, transform): value = transform(log-uniform draw in [low, high])
 SPACE = {
@@ -296,14 +299,7 @@ def write_outputs(workdir, results, meta) -> str:
     statuses = [s for s, _, _ in claims.values()]
     held = [k for k, (s, _, _) in claims.items() if s == "holds"]
     failed = [k for k, (s, _, _) in claims.items() if s == "fails"]
-    if statuses and all(s == "holds" for s in statuses):
-        verdict = "reproduced"
-    elif held:
-        verdict = "partly"
-    elif failed:
-        verdict = "contradicted"
-    else:
-        verdict = "not at this scale"
+    verdict = _verdicts.overall(statuses)
     reason = (
         f"{len(held)} of {len(claims)} checked claims hold, {len(failed)} fail, the rest "
         "are ties"
@@ -386,6 +382,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--workdir", default="runs/hparam_landscape")
+    p.add_argument("--resume", action="store_true", help="reuse environments a killed run ended")
     args = p.parse_args(argv)
     for e in args.envs.split(","):
         if e not in STEPS:
@@ -394,6 +391,7 @@ def parse_args(argv=None):
         p.error(f"--configs={args.configs} is invalid; allowed: >= 8")
     if args.seeds < 2 or args.test_seeds < 2:
         p.error("--seeds and --test_seeds must be >= 2")
+    cli.check_workdir("--workdir", args.workdir)  # before anything trains
     return args
 
 
@@ -408,8 +406,25 @@ def main(argv=None) -> str:
     else:
         envs_ = args.envs.split(",")
         n, seeds, test_seeds = args.configs, args.seeds, args.test_seeds
+    workdir_lock.acquire(args.workdir)  # one study per workdir
     steps = {e: args.steps or (QUICK["steps"] if args.quick else STEPS[e]) for e in envs_}
-    results = {e: run_env(e, n, seeds, test_seeds, steps[e], args.seed, log) for e in envs_}
+    results = {  # each environment is kept as it finishes; --resume reuses it
+        e: _arms.cached(
+            args.workdir,
+            f"env_{e}",
+            {
+                "n": n,
+                "seeds": seeds,
+                "test_seeds": test_seeds,
+                "steps": steps[e],
+                "seed": args.seed,
+            },
+            lambda e=e: run_env(e, n, seeds, test_seeds, steps[e], args.seed, log),
+            resume=args.resume,
+            log=log,
+        )  # fmt: skip
+        for e in envs_
+    }
     meta = {
         "seeds": seeds,
         "test_seeds": test_seeds,

@@ -44,7 +44,9 @@ from rljax import cli, xla_flags
 xla_flags.set_flags()
 
 import itertools  # noqa: E402
+import math  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -54,6 +56,9 @@ import optax  # noqa: E402
 
 from rljax import returns, stats  # noqa: E402
 from rljax.losses import kl, policy_gradient, reduce  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
+import _verdicts  # noqa: E402
 
 METHODS = (
     "no_kl",
@@ -66,6 +71,8 @@ METHODS = (
 )
 QUICK_METHODS = ("no_kl", "k1_in_reward", "k3_in_loss_token", "forward_kl_dm")
 BEST_OF = (4, 16, 64)
+FLOOR_FACTOR = 3.0  # "reaches π*": KL within this factor of the floor (see ``write``)
+REACH_SHARE = 0.01  # the floor closes all but this share of KL(π0‖π*)
 RLG_W = (0.5, 2.0)
 COVERAGE_SAMPLES = 256
 HIGH_REWARD = 5 / 6
@@ -239,8 +246,12 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="first seed: priors seed..seed+seeds-1, sampling key"
+    )
     parser.add_argument("--methods", default=None, help="comma-separated subset (default: all)")
     args = parser.parse_args(argv)
+    cli.check_workdir("--workdir", args.workdir)  # before anything trains
     if args.quick:
         args.vocab, args.length, args.seeds, args.steps, args.batch = 3, 4, 3, 200, 64
         args.lr = 0.1
@@ -250,13 +261,20 @@ def main(argv=None):
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
         parser.error(f"--methods has unknown {bad or 'nothing'}; allowed: {','.join(METHODS)}")
-    for name in ("vocab", "length", "steps", "batch", "seeds"):
+    for name in ("length", "steps", "batch", "seeds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: >= 1")
+    if args.vocab < 2:
+        parser.error(f"--vocab={args.vocab} is invalid; allowed: >= 2 (one token has no choice)")
+    if args.seed < 0:
+        parser.error(f"--seed={args.seed} is invalid; allowed: >= 0")
+    for name, low in (("lr", "> 0"), ("beta", "> 0"), ("prior_scale", ">= 0")):
+        value = getattr(args, name)
+        ok = math.isfinite(value) and (value > 0 if low == "> 0" else value >= 0)
+        if not ok:
+            parser.error(f"--{name}={value} is invalid; allowed: a finite number {low}")
     if args.vocab**args.length > 20_000:
         parser.error(f"--vocab={args.vocab} --length={args.length}: V^L must be <= 20000")
-    if not args.beta > 0:
-        parser.error(f"--beta={args.beta} is invalid; allowed: > 0")
     if "k1_in_reward" not in methods:
         methods.append("k1_in_reward")  # the RLG arms mix it
     os.makedirs(args.workdir, exist_ok=True)
@@ -264,9 +282,12 @@ def main(argv=None):
     start = time.perf_counter()
     seqs, prefix_idx, reward, num_prefixes = make_space(args.vocab, args.length)
     priors = jnp.stack(
-        [make_prior(s, num_prefixes, args.vocab, args.prior_scale) for s in range(args.seeds)]
+        [
+            make_prior(args.seed + s, num_prefixes, args.vocab, args.prior_scale)
+            for s in range(args.seeds)
+        ]
     )
-    keys = jax.random.split(jax.random.key(0), args.seeds)
+    keys = jax.random.split(jax.random.key(args.seed), args.seeds)
     prior_lp = jax.vmap(lambda p: token_logps(p, seqs, prefix_idx).sum(-1))(priors)  # [K, S]
     target = {b: jax.vmap(lambda lp, b=b: target_logp(lp, reward, b))(prior_lp) for b in
               [args.beta] + [args.beta / w for w in RLG_W]}  # fmt: skip
@@ -322,28 +343,36 @@ def write(args, results, curves, times, seconds):
     mean = lambda m, k: summ[m][k]["mean"]  # noqa: E731
     hi = lambda m, k: summ[m][k]["mean_ci"][1]  # noqa: E731
     target_entropy = mean("target π*", "entropy")
+    # The floor: KL(π‖π*) that the unbiased-gradient learner (k1 in the reward) reaches with this
+    # budget. "Reaches π*" means within FLOOR_FACTOR of that floor, not a fixed number far above
+    # it; the floor itself must close all but REACH_SHARE of the prior's distance KL(π0‖π*).
+    floor = hi("k1_in_reward", "kl_to_target")
+    prior_kl = mean("prior π0", "kl_to_target")
     findings = {
         "no_kl_collapses": mean("no_kl", "entropy") < 0.25 * target_entropy
         if "no_kl" in summ
         else None,
-        "kl_in_reward_reaches_target": hi("k1_in_reward", "kl_to_target") < 0.02,
+        "kl_in_reward_reaches_target": floor < REACH_SHARE * prior_kl,
         "k3_token_misses_target": (
-            summ["k3_in_loss_token"]["kl_to_target"]["mean_ci"][0]
-            > 3 * hi("k1_in_reward", "kl_to_target")
+            summ["k3_in_loss_token"]["kl_to_target"]["mean_ci"][0] > FLOOR_FACTOR * floor
         )
         if "k3_in_loss_token" in summ
         else None,
-        "forward_kl_reaches_target": hi("forward_kl_dm", "kl_to_target") < 0.05
+        "forward_kl_reaches_target": hi("forward_kl_dm", "kl_to_target") < FLOOR_FACTOR * floor
         if "forward_kl_dm" in summ
         else None,
-        "rejection_converges_to_target": mean(f"rejection_{BEST_OF[-1]}", "kl_to_target")
-        < mean(f"rejection_{BEST_OF[0]}", "kl_to_target"),
+        # RLG: the mixture is as close to π*_β/w as retraining at β/w gets (its own floor).
         "rlg_seq_equals_retraining": all(
-            hi(f"rlg_seq_w={w}", "kl_to_target") < 0.05 for w in RLG_W
+            hi(f"rlg_seq_w={w}", "kl_to_target")
+            < FLOOR_FACTOR * max(hi(f"retrain_w={w}", "kl_to_target"), floor)
+            for w in RLG_W
         ),
     }
-    decided = [v for v in findings.values() if v is not None]
-    verdict = "reproduced" if all(decided) else "partly" if any(decided) else "contradicted"
+    # Rejection sampling's and best-of-N's rows are exact distributions (no sampling), so their
+    # ordering in N is a property of the formula, not a finding: printed, not checked.
+    verdict = _verdicts.overall(
+        _verdicts.from_findings({k: v for k, v in findings.items() if v is not None})
+    )
     fmt = lambda m, k, d=3: stats.format_interval(summ[m][k], digits=d)  # noqa: E731
     reason = (
         f"KL(π‖π*) after training: k1_in_reward {fmt('k1_in_reward', 'kl_to_target', 4)}, "
@@ -352,7 +381,9 @@ def write(args, results, curves, times, seconds):
         + ", ".join(fmt(f"rlg_seq_w={w}", "kl_to_target", 4) for w in RLG_W)
         + " vs retraining "
         + ", ".join(fmt(f"retrain_w={w}", "kl_to_target", 4) for w in RLG_W)
-        + f"; findings {findings}."
+        + f"; floor (k1_in_reward's upper 95% bound) {floor:.4f}, {FLOOR_FACTOR:g}× floor = "
+        + f"{FLOOR_FACTOR * floor:.4f}; KL(π0‖π*) {prior_kl:.3f}; findings {findings}; the "
+        + "rejection / best-of-N rows are exact distributions and are not checked."
     )
     claim = (
         "KL-regularized RL = variational inference toward π* = π0·exp(r/β)/Z (no KL: collapse); "

@@ -68,6 +68,7 @@ from scipy import stats as scipy_stats  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import _population  # noqa: E402
+import _verdicts  # noqa: E402
 
 from configs import dqn as dqn_configs  # noqa: E402
 from rljax import envs, offline_data, stats  # noqa: E402
@@ -77,6 +78,8 @@ from rljax.envs import rollouts  # noqa: E402
 ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 DATASETS = ("random", "expert", "noisy", "replay", "mixed")
 SAMPLINGS = ("uniform", "rw")
+# The six learners of the study (rljax.agents.offline has more, e.g. IQN, added after it ran).
+ALGOS = ("bc", "dqn", "qr_dqn", "cql", "bcq", "crr")
 SCRIPTED_EXPERT = ("MountainCar-v0",)
 NOISE_EPS = 0.2  # ε of the noisy expert
 MIXED_EXPERT_SHARE = 0.2  # expert transitions in the mixed dataset
@@ -368,7 +371,7 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
         }  # fmt: skip
     top = tq >= 0.75
     if top.any():
-        others = [a for a in offline.ALGOS if a != "bc"]
+        others = [a for a in ALGOS if a != "bc"]
         arrays = [final[("bc", "uniform")][top]] + [final[(a, "uniform")][top] for a in others]
 
         def gap(bc, *rest):
@@ -381,12 +384,12 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
             "ci": ci, "detail": {"best_other": best, "cells": int(top.sum())},
         }  # fmt: skip
     mixed = np.array([d == "mixed" for _ in range(len(tq) // len(DATASETS)) for d in DATASETS])
-    rw = np.concatenate([final[(a, "rw")][mixed] for a in offline.ALGOS], 0)
-    un = np.concatenate([final[(a, "uniform")][mixed] for a in offline.ALGOS], 0)
+    rw = np.concatenate([final[(a, "rw")][mixed] for a in ALGOS], 0)
+    un = np.concatenate([final[(a, "uniform")][mixed] for a in ALGOS], 0)
     diff = lambda r, u: (r - u).mean()  # noqa: E731
     ci = _bootstrap_ci(diff, [rw, un], paired=True)
     per = {}
-    for a in offline.ALGOS:
+    for a in ALGOS:
         r, u = final[(a, "rw")][mixed], final[(a, "uniform")][mixed]
         per[a] = {"diff": float(diff(r, u)), "ci": _bootstrap_ci(diff, [r, u], paired=True)}
     out["rw_helps_mixed"] = {
@@ -398,14 +401,7 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
 def overall(cl: dict) -> tuple[str, str]:
     """Verdict from the claim statuses (as in the other reproductions) and its reason."""
     statuses = [c["status"] for c in cl.values()]
-    if statuses and all(s == "holds" for s in statuses):
-        v = "reproduced"
-    elif "holds" in statuses:
-        v = "partly"
-    elif "fails" in statuses:
-        v = "contradicted"
-    else:
-        v = "not at this scale"
+    v = _verdicts.overall(statuses)
     parts = [f"{k}: {c['status']} ({c['estimate']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}])"
              for k, c in cl.items()]  # fmt: skip
     return v, f"{sum(s == 'holds' for s in statuses)} of {len(statuses)} claims hold; " + "; ".join(
@@ -423,7 +419,7 @@ def _cells(built_all: dict) -> list[tuple[str, str]]:
 def finals(built_all: dict, res: dict) -> dict:
     """``{(algo, sampling): [C, S]}`` final normalized returns over the (env, dataset) cells."""
     out = {}
-    for algo in offline.ALGOS:
+    for algo in ALGOS:
         for j, sampling in enumerate(SAMPLINGS):
             rows = [res[(e, algo)]["norm"][i * len(SAMPLINGS) + j, :, -1]
                     for e in built_all for i in range(len(DATASETS))]  # fmt: skip
@@ -440,7 +436,7 @@ def plot_quality_coverage(path: str, cells, tq, saco, final: dict) -> None:
 
     markers = {e: m for e, m in zip(ENVS, "os^", strict=True)}
     fig, axes = plt.subplots(2, 3, figsize=(11, 6.6), sharex=True, sharey=True)
-    for ax, algo in zip(axes.ravel(), offline.ALGOS, strict=True):
+    for ax, algo in zip(axes.ravel(), ALGOS, strict=True):
         score = final[(algo, "uniform")].mean(1)
         for env in dict.fromkeys(e for e, _ in cells):
             idx = [i for i, (e, _) in enumerate(cells) if e == env]
@@ -488,13 +484,13 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
     verdict, reason = overall(cl)
     n_boot = 500 if args.quick else stats.NUM_RESAMPLES
     arms = {f"{a} · {s}": stats.summarize(final[(a, s)].T, num_resamples=n_boot)
-            for a in offline.ALGOS for s in SAMPLINGS}  # fmt: skip
+            for a in ALGOS for s in SAMPLINGS}  # fmt: skip
     per_cell = {f"{e} · {d} · {a} · {s}": stats.summarize(final[(a, s)][i], num_resamples=n_boot)
-                for a in offline.ALGOS for s in SAMPLINGS
+                for a in ALGOS for s in SAMPLINGS
                 for i, (e, d) in enumerate(cells)}  # fmt: skip
     corr = {a: {"tq": rank_correlation(final[(a, "uniform")], tq),
                 "saco": rank_correlation(final[(a, "uniform")], saco)}
-            for a in offline.ALGOS}  # fmt: skip
+            for a in ALGOS}  # fmt: skip
     x = np.arange(1, args.evals + 1) * (args.updates // args.evals)  # updates at each evaluation
     f2 = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731
     ci = lambda c: f"{c['rho']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]"  # noqa: E731
@@ -517,11 +513,11 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
             "",
             f"**Normalized return per cell, {s} sampling** (mean [95% CI] over seeds).",
             "",
-            "| env · dataset | " + " | ".join(offline.ALGOS) + " |",
-            "|---" * (len(offline.ALGOS) + 1) + "|",
+            "| env · dataset | " + " | ".join(ALGOS) + " |",
+            "|---" * (len(ALGOS) + 1) + "|",
         ]
         for e, d in cells:
-            row = [f2(per_cell[f"{e} · {d} · {a} · {s}"]) for a in offline.ALGOS]
+            row = [f2(per_cell[f"{e} · {d} · {a} · {s}"]) for a in ALGOS]
             notes.append(f"| {e} · {d} | " + " | ".join(row) + " |")
     notes += [
         "",
@@ -576,7 +572,7 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
                     .mean(0)
                     .tolist()
                     for e in built_all
-                    for a in offline.ALGOS
+                    for a in ALGOS
                     for i, d in enumerate(DATASETS)
                     for j, s in enumerate(SAMPLINGS)
                 },
@@ -591,7 +587,7 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
     for e in built_all:
         # seed i of both samplings shares its key: the difference is paired
         curves = {a: res[(e, a)]["norm"][m * len(SAMPLINGS) + 1]
-                  - res[(e, a)]["norm"][m * len(SAMPLINGS)] for a in offline.ALGOS}  # fmt: skip
+                  - res[(e, a)]["norm"][m * len(SAMPLINGS)] for a in ALGOS}  # fmt: skip
         stats.plot_bands(x, curves, os.path.join(workdir, f"curves_{e}_mixed.png"),
                          title=f"{e}, mixed data: return-weighted − uniform (mean, 95% CI)",
                          xlabel="gradient updates", ylabel="Δ normalized return")  # fmt: skip
@@ -650,7 +646,7 @@ def main(argv=None) -> str:
                 f"{k} TQ {v['tq']:.2f} SACo {v['saco']:.2f}"
                 for k, v in built["datasets"].items()))  # fmt: skip
         built_all[env_name] = built
-        for algo in offline.ALGOS:
+        for algo in ALGOS:
             res[(env_name, algo)] = train_env(built, algo, args, log)
     settings = {k: getattr(args, k) for k in ("envs", "seeds", "updates", "size", "online_steps",
                 "evals", "eval_episodes", "bins", "rw_temperature", "seed")}  # fmt: skip

@@ -57,6 +57,7 @@ xla_flags.set_flags()
 
 import functools  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -66,6 +67,9 @@ import numpy as np  # noqa: E402
 from rljax import dp, returns, stats  # noqa: E402
 from rljax.dp import trees  # noqa: E402
 from rljax.losses import policy_gradient, reduce  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
+import _verdicts  # noqa: E402
 
 TUNE_SEED = 10_000  # tuning trees for the headline τ: disjoint from the evaluation seeds
 TABLE_KS = (1, 4, 16, 64, 256)
@@ -454,8 +458,7 @@ def write(
             ctrl[c]["greedy_suboptimal"]["mean_ci"][0] > 0 for c in ("stochastic", "non-binary")
         ),
     }
-    n_true = sum(findings.values())
-    verdict = "reproduced" if n_true == len(findings) else "partly" if n_true else "contradicted"
+    verdict = _verdicts.overall(_verdicts.from_findings(findings))
     fi = stats.format_interval
     reason = (
         f"On {args.seeds} random trees (b={args.branching}, D={args.depth}, {m} correct of "

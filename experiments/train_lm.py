@@ -58,6 +58,7 @@ def parse(argv: list[str]) -> lm_experiment.LMRunConfig:
             fv["config"].value, fv["workdir"].value, fv["cpu_devices"].value
         )
         cli.check_workdir("--workdir", run_cfg.workdir)
+        cli.check_workdir("--config.data_dir", run_cfg.data_dir)
         lm_experiment.validate(run_cfg)
     except (TypeError, ValueError, AttributeError, KeyError) as e:
         raise cli.ConfigError(cli.one_line(e)) from None
@@ -67,13 +68,26 @@ def parse(argv: list[str]) -> lm_experiment.LMRunConfig:
 def main(argv: list[str]) -> int:
     """Parses, validates, trains; returns the exit code (0 done, 128 + signal if stopped)."""
     cli.quiet_logs()  # orbax logs every save at INFO
+    if any(a in ("-h", "--help", "--helpfull") for a in argv[1:]):
+        print(__doc__)
+        print(make_flags([argv[0]]).get_help())
+        return 0
     run_cfg = parse(argv)
     try:
         _, summary, text = lm_experiment.run(run_cfg)
     except NonFiniteLossError as e:
         cli.fail(e, cli.EXIT_FAILED)
     print(text)
-    print(summary.line(f"RLVR {run_cfg.task}", "quick pass@1", "samples", digits=3))
+    # the loop's score is the last quick evaluation during training (few problems and samples),
+    # not the final held-out evaluation of the table above: the line says which it is
+    print(
+        summary.line(
+            f"RLVR {run_cfg.task}",
+            "quick pass@1 (last in-training evaluation, not the table's)",
+            "samples",
+            digits=3,
+        )
+    )
     print(f"outputs: {run_cfg.workdir}/(results.md, metrics.csv, curves.png, pass_at_k.png)")
     return cli.exit_code(summary.stop_signal if summary.interrupted else None)
 

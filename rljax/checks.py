@@ -9,7 +9,8 @@ are never broken and nothing is synchronized with a device.
 
 ``check_int`` is the one integer validator of config fields, command-line flags and learner
 configs (``rljax.cli.check_int`` is it, raising ``ConfigError``). This module imports jax only
-inside ``check_increasing``, so ``rljax.cli`` can use it before ``rljax.xla_flags.set_flags``.
+inside ``check_increasing`` and ``check_distribution``, so ``rljax.cli`` can use it before
+``rljax.xla_flags.set_flags``.
 """
 
 import numpy as np
@@ -108,4 +109,35 @@ def check_increasing(name: str, support) -> None:
         raise ValueError(
             f"{name} is not strictly increasing (atoms {i} and {i + 1}: {x[i]:g}, {x[i + 1]:g}); "
             "allowed: strictly increasing atoms"
+        )
+
+
+def check_distribution(name: str, probs, *, atol: float = 1e-4) -> None:
+    """Raises ``ValueError`` unless concrete ``probs`` ``[..., N]`` are distributions on the
+    last axis: finite, non-negative, each summing to 1 (within ``atol``).
+
+    Checks Python/NumPy arrays and JAX arrays that are not tracers; tracers pass through (inside
+    ``jit`` or ``vmap`` nothing is synchronized with a device).
+    """
+    import jax  # here, not at the top: rljax.cli imports this module before jax may start
+
+    if isinstance(probs, jax.core.Tracer):
+        return
+    try:
+        x = np.asarray(probs, dtype=np.float64)
+    except (TypeError, ValueError, jax.errors.ConcretizationTypeError):
+        return
+    if x.ndim == 0:
+        return  # the caller's rank check reports this
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} has a non-finite entry; allowed: finite probabilities >= 0")
+    if np.any(x < 0):
+        raise ValueError(
+            f"{name} has a negative entry ({float(x.min()):g}); allowed: probabilities >= 0"
+        )
+    total = x.sum(-1)
+    worst = float(total.reshape(-1)[np.argmax(np.abs(total - 1.0).reshape(-1))])
+    if abs(worst - 1.0) > atol:
+        raise ValueError(
+            f"{name} sums to {worst:g} on its last axis; allowed: probabilities that sum to 1"
         )

@@ -24,6 +24,7 @@ import importlib.util
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
@@ -81,6 +82,11 @@ def os_error_line(e: BaseException) -> str | None:
             return (
                 f"no space left on the device writing {e.filename or 'outputs'}; free some "
                 "space, then resume the run (resume=True)"
+            )
+        if isinstance(e, OSError) and e.errno == errno.EFBIG:
+            return (
+                f"file too large writing {e.filename or 'outputs'} (a file-size limit: ulimit -f); "
+                "raise the limit, then resume the run (resume=True)"
             )
         if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return f"cannot write {e.filename or 'outputs'}: {e.strerror}"
@@ -197,6 +203,35 @@ def check_keys(where: str, given: Iterable[str], valid: Iterable[str]) -> None:
         )
 
 
+def int_list(flag: str, text: str, *, low: int = 1) -> list[int]:
+    """Comma-separated integers ``>= low`` from ``text``, or ``ConfigError`` naming ``flag``.
+
+    Call it right after parsing, so a bad list stops the script before anything starts.
+    """
+    items = [v.strip() for v in str(text).split(",")]
+    try:
+        values = [int(v) for v in items]
+    except ValueError:
+        bad = next(v for v in items if not _is_int_text(v))
+        raise ConfigError(
+            f"{flag}={text!r} has {bad!r}; allowed: comma-separated integers >= {low}, e.g. 1,8"
+        ) from None
+    for v in values:
+        if v < low:
+            raise ConfigError(
+                f"{flag}={text!r} has {v}; allowed: comma-separated integers >= {low}"
+            )
+    return values
+
+
+def _is_int_text(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def check_workdir(flag: str, path: str) -> str:
     """``path`` if it can be a writable output directory, else ``ConfigError`` naming ``flag``.
 
@@ -217,6 +252,15 @@ def check_workdir(flag: str, path: str) -> str:
         raise ConfigError(f"{flag}={path} {what}; allowed: a directory path")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(f"{flag}={path}: {probe} is not writable; allowed: a writable directory")
+    # os.access answers "yes" for root whatever the mode, and knows nothing of read-only mounts
+    # or special file systems: try a write (a nameless temporary file, gone when closed).
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        raise ConfigError(
+            f"{flag}={path}: cannot write in {probe} ({e.strerror}); allowed: a writable directory"
+        ) from None
     return path
 
 
@@ -253,9 +297,10 @@ def parse_config_flags(argv: list[str], make_flags: Callable, example: str):
     try:
         fv(argv)
     except flags.UnrecognizedFlagError as e:
-        valid = ", ".join(
-            ["--config, --config.<field>=<value>", *(f"--{n}" for n in fv if n != "config")]
-        )
+        # the flags this script defines (not the --config.<field> overrides given, which absl
+        # registers as flags too: listing them as "valid" would name the user's own input)
+        own = (n for n in fv if n != "config" and not n.startswith("config."))
+        valid = ", ".join(["--config, --config.<field>=<value>", *(f"--{n}" for n in own)])
         raise ConfigError(f"unknown flag --{e.flagname}; valid: {valid}") from None
     except flags.Error as e:
         raise ConfigError(one_line(e)) from None

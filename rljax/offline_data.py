@@ -127,7 +127,20 @@ def sample_indices(cdf: jax.Array, key: jax.Array, batch_size: int) -> jax.Array
 
 
 def trajectory_quality(episode_returns, random_return: float, expert_return: float) -> float:
-    """TQ: the mean episode return, 0 at the random policy's and 1 at the expert's."""
+    """TQ: the mean episode return, 0 at the random policy's and 1 at the expert's.
+
+    Raises:
+      ValueError: ``expert_return == random_return`` (the scale is undefined) or a non-finite
+        return.
+    """
+    for name, value in (("random_return", random_return), ("expert_return", expert_return)):
+        if not np.isfinite(value):
+            raise ValueError(f"{name}={value!r} is invalid; allowed: a finite number")
+    if expert_return == random_return:
+        raise ValueError(
+            f"expert_return={expert_return!r} equals random_return: TQ's scale "
+            "(expert − random) is 0; allowed: an expert return that differs from the random one"
+        )
     return float((np.mean(episode_returns) - random_return) / (expert_return - random_return))
 
 

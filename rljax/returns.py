@@ -48,7 +48,9 @@ def gae(
 
     def _step(adv_tp1, inputs):
         delta, trace = inputs
-        adv = delta + trace * adv_tp1
+        # Where the trace is cut (episode end, λ = 0 or γ = 0) nothing of A_{t+1} flows back:
+        # a select, not 0 · A_{t+1}, so a NaN in the next episode cannot cross the boundary.
+        adv = delta + trace * jnp.where(trace == 0, 0.0, adv_tp1)
         return adv, adv
 
     _, adv_t = jax.lax.scan(_step, jnp.zeros_like(r_t[0]), (delta_t, trace_t), reverse=True)
@@ -316,4 +318,47 @@ def n_step_returns(
     for _ in range(n - 1):
         g_next = jnp.concatenate([g_t[1:], jnp.zeros_like(g_t[:1])], axis=0)
         g_t = r_t + discount_t * ((1.0 - cont_t) * v_tp1 + cont_t * g_next)
+    return g_t
+
+
+def q_lambda_returns(
+    r_t: jax.Array,
+    discount_t: jax.Array,
+    q_tp1: jax.Array,
+    done_t: jax.Array,
+    *,
+    lambda_: float | jax.Array,
+) -> jax.Array:
+    """Peng's Q(λ) returns over a rollout: PQN's regression target.
+
+    ``G_t = r_t + discount_t [(1 - λ c_t) q_tp1_t + λ c_t G_{t+1}]`` with ``c_t = 1 - done_t``
+    (0 on the last row: the rollout ends there) and ``q_tp1_t = max_a Q(s'_t, a)`` at the *true*
+    next state. Termination zeroes the bootstrap through ``discount_t``; truncation bootstraps
+    from the final observation and cuts the trace through ``done_t``; the last row bootstraps
+    one step. λ = 0 is the one-step Q-learning target, λ = 1 the discounted return to the end of
+    the episode or rollout. Peng & Williams 1996; Gallici et al. 2024, "Simplifying Deep Temporal
+    Difference Learning" (PQN). It equals ``lambda_returns`` with ``v_t = max_a Q(s_t, a)`` when
+    ``q_tp1_t`` is the value of ``s_{t+1}`` wherever the episode continues.
+
+    Args:
+      r_t: rewards ``[T, ...]``.
+      discount_t: ``γ (1 - terminated_t)`` ``[T, ...]``.
+      q_tp1: bootstrap values of the true next states ``max_a Q(s'_t, a)`` ``[T, ...]``.
+      done_t: 1 where the episode ended at step t (terminated or truncated) ``[T, ...]``.
+      lambda_: trace parameter λ in [0, 1] (scalar).
+
+    Returns:
+      Returns ``[T, ...]`` (no gradient through them is intended: stop it at the caller).
+    """
+    chex.assert_equal_shape([r_t, discount_t, q_tp1, done_t])
+    checks.check_range("lambda_", lambda_, low=0.0, high=1.0)
+    trace_t = lambda_ * (1.0 - done_t.astype(r_t.dtype)).at[-1].set(0.0)
+
+    def _step(g_tp1, inputs):
+        r, discount, q, trace = inputs
+        g = r + discount * ((1.0 - trace) * q + trace * g_tp1)
+        return g, g
+
+    inputs = (r_t, discount_t, q_tp1, trace_t)
+    _, g_t = jax.lax.scan(_step, jnp.zeros_like(r_t[0]), inputs, reverse=True)
     return g_t

@@ -171,6 +171,13 @@ def main():
     bad = [x for x in layouts if x not in LAYOUTS]
     if bad:
         parser.error(f"--layout={bad[0]!r} is unknown; valid: {', '.join(LAYOUTS)}")
+    # every flag is checked before the first benchmark starts
+    cli.int_list("--seeds", args.seeds)
+    cli.check_int("--total_timesteps", args.total_timesteps, low=1)
+    cli.check_int("--repeats", args.repeats, low=1)
+    from rljax.nets import q_heads  # the parent runs no jax; this only names the heads
+
+    cli.check_choice("--head", args.head, q_heads.HEADS)
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),

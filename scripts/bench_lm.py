@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from rljax import machine  # noqa: E402
 from rljax.agents import grpo  # noqa: E402
-from rljax.lm import device_reward, objective, presets, tokenizer  # noqa: E402
+from rljax.lm import device_reward, groups, objective, presets, tokenizer  # noqa: E402
 from rljax.lm.data import completion_length, prompt_length  # noqa: E402
 from rljax.lm.logprobs import completion_log_probs  # noqa: E402
 from rljax.lm.model import TransformerConfig, init_params, num_params  # noqa: E402
@@ -215,22 +215,21 @@ def bench_breakdown(sizes: list[int], repeats: int) -> None:
 
     def grad_part(state, out):
         a = out.tokens.shape[1]
-        batch = {
-            "prompt_tokens": prompt[0][:micro],
-            "prompt_mask": prompt[1][:micro],
-            "tokens": out.tokens[:micro],
-            "completion_mask": out.mask[:micro],
-            "mask": out.mask[:micro].astype(np.float32),
-            **{
-                k: jax.numpy.zeros((micro, a))
-                for k in ("old_logp", "old_mean_log_probs", "ref_logp")
-            },
-            "adv": jax.numpy.ones(micro),
-            "correct": jax.numpy.ones(micro),
-            "correct_rate": jax.numpy.full(micro, 0.5),
-        }
-        norms = objective.minibatch_norms(batch["mask"], 0)
-        return jax.grad(lambda p: grpo.loss_fn(p, cfg, state.hparams, batch, norms)[0])(
+        batch = groups.Batch(
+            prompt_tokens=prompt[0][:micro],
+            prompt_mask=prompt[1][:micro],
+            tokens=out.tokens[:micro],
+            completion_mask=out.mask[:micro],
+            mask=out.mask[:micro].astype(np.float32),
+            old_logp=jax.numpy.zeros((micro, a)),
+            old_mean_log_probs=jax.numpy.zeros((micro, a)),
+            ref_logp=jax.numpy.zeros((micro, a)),
+            adv=jax.numpy.ones(micro),
+            correct=jax.numpy.ones(micro),
+            correct_rate=jax.numpy.full(micro, 0.5),
+        )
+        norms = objective.minibatch_norms(batch.mask, 0)
+        return jax.grad(lambda p: grpo.loss_fn(p, cfg, state.hparams, batch, None, norms)[0])(
             state.params
         )
 

@@ -281,6 +281,12 @@ def main():
     parser.add_argument("--reference_pythonpath", default="", help="extra paths for it")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # every flag is checked before the first benchmark starts
+    for flag, text in (("--seeds", args.seeds), ("--envs", args.envs)):
+        if text:
+            cli.int_list(flag, text)
+    for name in ("repeats", "steps", "env_steps"):
+        cli.check_int(f"--{name.replace('_', '-')}", getattr(args, name), low=1)
     if args.child:
         print(json.dumps(child_ppo(int(args.seeds), args.steps)))
         return

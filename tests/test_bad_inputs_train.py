@@ -178,3 +178,21 @@ def test_as_a_subprocess_one_line_no_traceback_and_exit_codes(tmp_path):
     )
     debug = _script("experiments/train.py", PPO, "--config.hparams.gamma=2", "--debug")
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_unknown_flag_message_does_not_list_the_users_own_overrides(train):
+    message = _parse_error(train.parse, [PPO, "--config.num_seeds=2", "--bogus=1"])
+    assert "unknown flag --bogus" in message
+    assert "--config.num_seeds" not in message  # the user's override is not a "valid flag"
+    assert "--workdir" in message
+
+
+def test_dqn_learning_starts_beyond_the_budget_is_refused_at_parse_time(train):
+    message = _parse_error(
+        train.parse, [DQN, "--config.total_timesteps=5000", "--config.dqn.learning_starts=6000"]
+    )
+    assert "dqn.learning_starts=6000 is invalid; allowed: below the run's 5000 env steps" in message
+
+
+def test_unwritable_workdir_is_refused_at_parse_time(train):
+    assert "cannot write in /proc" in _parse_error(train.parse, [PPO, "--workdir=/proc/run"])

@@ -3,9 +3,10 @@
 DQN (Mnih et al. 2015) with a target network, Double DQN (van Hasselt et al. 2016), n-step
 returns (Hessel et al. 2018), ε-greedy exploration with a linear or exponential schedule, and
 the value heads of ``rljax.nets.q_heads``: scalar Q with MSE or Huber, two-hot or HL-Gauss
-cross-entropy ("Stop Regressing", Farebrother et al. 2024), C51 (Bellemare et al. 2017) and
-QR-DQN (Dabney et al. 2018). The head is one static value in ``Config`` (its output size, its
-Q read-back and its loss); data collection, replay, target network and optimizer are shared.
+cross-entropy ("Stop Regressing", Farebrother et al. 2024), C51 (Bellemare et al. 2017),
+QR-DQN (Dabney et al. 2018) and IQN (Dabney et al. 2018b). The head is one static value in
+``Config`` (its network, its Q read-back and its loss); data collection, replay, target network
+and optimizer are shared.
 
 One ``update`` = ``rollout_steps`` batched steps of ``num_envs`` environments with the ε-greedy
 policy, written to the replay buffer, then ``grad_steps`` gradient steps on uniformly sampled
@@ -121,6 +122,12 @@ def validate(config: Config) -> None:
             f"dqn.learning_starts={config.learning_starts!r} is invalid; allowed: an integer >= "
             f"max(batch_size, n_step * num_envs) = {need}, so the first sample has enough data"
         )
+    run_steps = config.num_updates * env_steps_per_update(config)
+    if config.learning_starts >= run_steps:
+        raise ValueError(
+            f"dqn.learning_starts={config.learning_starts} is invalid; allowed: below the run's "
+            f"{run_steps} env steps per agent (total_timesteps), or nothing is ever learned"
+        )
     if config.target_update_every % env_steps_per_update(config):
         raise ValueError(
             f"dqn.target_update_every={config.target_update_every} is invalid; allowed: a "
@@ -145,9 +152,9 @@ class State(NamedTuple):
     hparams: Hparams
 
 
-def network(config: Config, env: gymnax_env.Env) -> q_heads.QNetwork:
-    """The Q-network for ``env`` with ``config.head``'s output size."""
-    return q_heads.QNetwork(env.num_actions, config.head.dim, config.hidden, config.activation)
+def network(config: Config, env: gymnax_env.Env):
+    """The Q-network for ``env`` that ``config.head`` reads (``Head.network``)."""
+    return config.head.network(env.num_actions, config.hidden, config.activation)
 
 
 def optimizer(config: Config) -> optax.GradientTransformation:
@@ -215,19 +222,21 @@ def act(
 
 def loss_fn(
     params, target_params, config: Config, env: gymnax_env.Env, batch: replay.NStep,
-    hparams: Hparams,
+    hparams: Hparams, key: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:  # fmt: skip
     """Mean head loss over a batch of (n-step) transitions ``[N, ...]``.
 
     The bootstrap action is ``argmax_a Q_target(s', a)`` (DQN) or ``argmax_a Q_online(s', a)``
-    (Double DQN); the target network evaluates it.
+    (Double DQN); the target network evaluates it. ``key`` feeds the networks' ``"tau"`` RNG
+    stream (IQN's sampled fractions, independent per network call; unused by other heads).
     """
     net = network(config, env)
-    out_t = net.apply(params, batch.obs)
-    out_tp1 = jax.lax.stop_gradient(net.apply(target_params, batch.next_obs))
+    rngs = lambda i: {} if key is None else {"tau": jax.random.fold_in(key, i)}  # noqa: E731
+    out_t = net.apply(params, batch.obs, rngs=rngs(0))
+    out_tp1 = jax.lax.stop_gradient(net.apply(target_params, batch.next_obs, rngs=rngs(1)))
     a_tp1 = None  # the head takes argmax_a Q_target(s', a)
     if config.double:
-        q_select = config.head.q_values(net.apply(params, batch.next_obs))
+        q_select = config.head.q_values(net.apply(params, batch.next_obs, rngs=rngs(2)))
         a_tp1 = jnp.argmax(jax.lax.stop_gradient(q_select), axis=-1)
     a_t = batch.action.astype(jnp.int32)
     per_example = config.head.td_loss(
@@ -260,9 +269,12 @@ def _grad_step(config, env, state: State, key: jax.Array, learning: jax.Array):
         reward=batch.reward + state.hparams.reward_noise * _standard_normal(bits[1])
     )
     gate = learning.astype(jnp.float32)
+    tau_key = jax.random.fold_in(key, 1)  # IQN's fractions; the draw above stays as it was
 
     def gated_loss(params):
-        loss, metrics = loss_fn(params, state.target_params, config, env, batch, state.hparams)
+        loss, metrics = loss_fn(
+            params, state.target_params, config, env, batch, state.hparams, tau_key
+        )
         return gate * loss, metrics
 
     (_, metrics), grads = jax.value_and_grad(gated_loss, has_aux=True)(state.params)

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rljax import replay
+from rljax import checks, replay
 from rljax.agents import learner, offpolicy
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
@@ -95,9 +95,7 @@ def validate(config: Config) -> None:
     if not isinstance(config.discrete, bool):
         raise ValueError(f"mpo.discrete={config.discrete!r} is invalid; allowed: True or False")
     for field in ("num_samples", "num_critics"):
-        number = getattr(config, field)
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-            raise ValueError(f"mpo.{field}={number!r} is invalid; allowed: an integer >= 1")
+        checks.check_int(f"mpo.{field}", getattr(config, field), low=1)
 
 
 def validate_env(config: Config, env: gymnax_env.Env) -> None:

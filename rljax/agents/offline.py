@@ -1,4 +1,4 @@
-"""Discrete offline RL: BC, offline DQN, QR-DQN, CQL, BCQ and CRR on a fixed dataset.
+"""Discrete offline RL: BC, offline DQN, QR-DQN, IQN, CQL, BCQ and CRR on a fixed dataset.
 
 One agent module, the algorithm a static choice (``Config.algo``) of which loss runs; the
 networks, sampling, optimizer and target network are shared. The ``env`` of the learner
@@ -11,6 +11,8 @@ environment is touched during training.
   ``r_t + γ (1 - term) max_a Q_target(s'_t, a)``.
 * ``qr_dqn``: QR-DQN (Dabney et al. 2018), ``rljax.losses.distributional.quantile_q_learning``
   through the ``q_heads.QR`` head.
+* ``iqn``: IQN (Dabney et al. 2018b), ``distributional.implicit_quantile_huber`` at sampled
+  fractions through the ``q_heads.IQN`` head (``num_quantiles`` fractions per state).
 * ``cql``: DQN plus ``α (log Σ_a exp Q(s_t, a) - Q(s_t, a_t))`` (Kumar et al. 2020, CQL(H)).
 * ``bcq``: discrete BCQ (Fujimoto et al. 2019): an imitation model G by BC; the TD target and
   the policy maximize Q only over actions with ``G(a|s)/max G >= τ`` (online Q picks, target
@@ -20,7 +22,7 @@ environment is touched during training.
 
 One ``update`` = one gradient step on ``batch_size`` transitions drawn from the dataset's
 sampling distribution, and every ``target_update_every`` updates a target-network copy. Acting
-is greedy: ``argmax`` of the policy logits (BC, CRR), of Q (DQN, QR-DQN, CQL) or of Q over
+is greedy: ``argmax`` of the policy logits (BC, CRR), of Q (DQN, QR-DQN, IQN, CQL) or of Q over
 BCQ's allowed actions.
 """
 
@@ -37,11 +39,12 @@ from rljax.losses import offline as offline_losses
 from rljax.losses import reduce
 from rljax.nets import ACTIVATIONS, distributions, q_heads
 
-ALGOS = ("bc", "dqn", "qr_dqn", "cql", "bcq", "crr")
+ALGOS = ("bc", "dqn", "qr_dqn", "iqn", "cql", "bcq", "crr")
 _NETS = {  # which networks each algorithm trains: "q" (values), "pi" (policy / imitation)
     "bc": ("pi",),
     "dqn": ("q",),
     "qr_dqn": ("q",),
+    "iqn": ("q",),
     "cql": ("q",),
     "bcq": ("q", "pi"),
     "crr": ("q", "pi"),
@@ -57,8 +60,8 @@ class Config:
     batch_size: int = 128  # transitions per gradient step
     hidden: tuple[int, ...] = (64, 64)  # MLP widths (Q-network and policy network alike)
     activation: str = "relu"  # one of rljax.nets.ACTIVATIONS
-    num_quantiles: int = 16  # quantiles of the QR-DQN head
-    huber_delta: float = 1.0  # Huber threshold of the TD losses (QR-DQN: κ)
+    num_quantiles: int = 16  # quantiles of the QR-DQN head, sampled fractions of the IQN head
+    huber_delta: float = 1.0  # Huber threshold of the TD losses (QR-DQN, IQN: κ)
     target_update_every: int = 100  # updates between target-network copies
     num_updates: int = 5000  # total updates of the run (for the learning-rate schedule)
     anneal_lr: bool = False  # linear decay of the learning rate to 0 over num_updates
@@ -126,19 +129,21 @@ class State(NamedTuple):
 
 
 def head(config: Config) -> q_heads.Head:
-    """The value head: QR quantiles for ``qr_dqn``, a scalar Huber Q otherwise."""
+    """The value head: QR quantiles for ``qr_dqn``, IQN for ``iqn``, a scalar Huber Q otherwise."""
     if config.algo == "qr_dqn":
         return q_heads.QR(num_bins=config.num_quantiles, kappa=config.huber_delta)
+    if config.algo == "iqn":
+        return q_heads.IQN(num_tau=config.num_quantiles, kappa=config.huber_delta)
     return q_heads.Huber(delta=config.huber_delta)
 
 
-def networks(config: Config) -> dict[str, q_heads.QNetwork]:
-    """The networks of ``config.algo``: ``"q"`` with the head's outputs, ``"pi"`` with logits."""
-    dims = {"q": head(config).dim, "pi": 1}
-    return {
-        name: q_heads.QNetwork(config.num_actions, dims[name], config.hidden, config.activation)
-        for name in _NETS[config.algo]
+def networks(config: Config) -> dict:
+    """The networks of ``config.algo``: ``"q"`` the head's own, ``"pi"`` with logits."""
+    nets = {
+        "q": head(config).network(config.num_actions, config.hidden, config.activation),
+        "pi": q_heads.QNetwork(config.num_actions, 1, config.hidden, config.activation),
     }
+    return {name: nets[name] for name in _NETS[config.algo]}
 
 
 def init(config: Config, data: offline_data.Dataset, key: jax.Array, hparams: Hparams) -> State:
@@ -158,12 +163,19 @@ def init(config: Config, data: offline_data.Dataset, key: jax.Array, hparams: Hp
     )
 
 
-def _outputs(config: Config, params: dict, obs: jax.Array) -> dict[str, jax.Array]:
-    """``{"q": Q-values [B, A], "q_out": head outputs [B, A, D], "logits": [B, A]}`` as trained."""
+def _outputs(
+    config: Config, params: dict, obs: jax.Array, key: jax.Array | None = None
+) -> dict[str, jax.Array]:
+    """``{"q": Q-values [B, A], "q_out": head outputs [B, A, D], "logits": [B, A]}`` as trained.
+
+    ``key`` feeds the Q-network's ``"tau"`` RNG stream (IQN's sampled fractions; without it IQN
+    reads its midpoint fractions).
+    """
     nets = networks(config)
     out = {}
     if "q" in nets:
-        out["q_out"] = nets["q"].apply(params["q"], obs)
+        rngs = {} if key is None else {"tau": key}
+        out["q_out"] = nets["q"].apply(params["q"], obs, rngs=rngs)
         out["q"] = head(config).q_values(out["q_out"])
     if "pi" in nets:
         out["logits"] = nets["pi"].apply(params["pi"], obs)[..., 0]
@@ -183,12 +195,16 @@ def act(config: Config, params: dict, obs: jax.Array, hparams: Hparams) -> jax.A
 
 def loss_fn(
     params: dict, target_params: dict, config: Config, batch: offline_data.Dataset,
-    hparams: Hparams,
+    hparams: Hparams, key: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:  # fmt: skip
-    """Mean loss of ``config.algo`` over a batch of transitions ``[B, ...]``."""
+    """Mean loss of ``config.algo`` over a batch of transitions ``[B, ...]``.
+
+    ``key``: IQN's fractions, drawn independently for the online and the target outputs.
+    """
     a_t = batch.action
     discount_t = hparams.gamma * (1.0 - batch.terminated)
-    out_t = _outputs(config, params, batch.obs)
+    keys = (None, None) if key is None else tuple(jax.random.split(key))
+    out_t = _outputs(config, params, batch.obs, keys[0])
     metrics = {}
     loss = jnp.zeros(())
     if config.algo in ("bc", "bcq"):  # (imitation model of) the behavior policy
@@ -197,9 +213,9 @@ def loss_fn(
         metrics["loss/bc"] = reduce.masked_mean(bc)
     if "q" in out_t:
         out_tp1 = jax.tree.map(
-            jax.lax.stop_gradient, _outputs(config, target_params, batch.next_obs)
+            jax.lax.stop_gradient, _outputs(config, target_params, batch.next_obs, keys[1])
         )
-        a_tp1 = None  # argmax_a Q_target(s', a) (DQN, QR-DQN, CQL)
+        a_tp1 = None  # argmax_a Q_target(s', a) (DQN, QR-DQN, IQN, CQL)
         if config.algo == "bcq":
             nxt = jax.lax.stop_gradient(_outputs(config, params, batch.next_obs))
             allowed = offline_losses.bcq_allowed(nxt["logits"], threshold=hparams.bcq_threshold)
@@ -244,8 +260,9 @@ def update(
     idx = offline_data.sample_indices(data.cdf, key, config.batch_size)
     batch = jax.tree.map(lambda x: x[idx], data)
     grads, metrics = jax.grad(loss_fn, has_aux=True)(
-        state.params, state.target_params, config, batch, state.hparams
-    )
+        state.params, state.target_params, config, batch, state.hparams,
+        jax.random.fold_in(key, 1),  # IQN's fractions; the batch draw stays as it was
+    )  # fmt: skip
     updates, opt_state = optax.scale_by_adam().update(grads, state.opt_state, state.params)
     lr = learner.annealed_lr(state.hparams.lr, state.step, config.num_updates, config.anneal_lr)
     params = jax.tree.map(lambda p, u: p - lr * u, state.params, updates)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax import replay
+from rljax import checks, replay
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
 from rljax.nets import ACTIVATIONS
@@ -28,9 +28,7 @@ INT_FIELDS = ("num_envs", "rollout_steps", "grad_steps", "buffer_size", "batch_s
 def validate_common(block: str, config: Any) -> None:
     """Checks the settings every off-policy learner has; errors name ``block.field``."""
     for field in INT_FIELDS:
-        number = getattr(config, field)
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-            raise ValueError(f"{block}.{field}={number!r} is invalid; allowed: an integer >= 1")
+        checks.check_int(f"{block}.{field}", getattr(config, field), low=1)
     if config.activation not in ACTIVATIONS:
         raise ValueError(
             f"{block}.activation={config.activation!r} is unknown; valid: {', '.join(ACTIVATIONS)}"

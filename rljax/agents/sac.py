@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rljax import replay
+from rljax import checks, replay
 from rljax.agents import learner, offpolicy
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
@@ -81,13 +81,13 @@ def validate(config: Config) -> None:
     offpolicy.validate_common("sac", config)
     if not isinstance(config.discrete, bool):
         raise ValueError(f"sac.discrete={config.discrete!r} is invalid; allowed: True or False")
-    if not isinstance(config.num_critics, int) or config.num_critics < 1:
-        raise ValueError(f"sac.num_critics={config.num_critics!r} is invalid; allowed: >= 1")
+    checks.check_int("sac.num_critics", config.num_critics, low=1)
 
 
 def validate_env(config: Config, env: gymnax_env.Env) -> None:
     """Refuses SAC's continuous variant on a discrete environment and vice versa."""
-    hint = f"set sac.discrete={env.discrete} for the {'discrete' if env.discrete else 'continuous'} variant"  # noqa: E501
+    kind = "discrete" if env.discrete else "continuous"
+    hint = f"set sac.discrete={env.discrete} for the {kind} variant"
     offpolicy.validate_action_space("sac", config.discrete, env, hint)
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rljax import replay
+from rljax import checks, replay
 from rljax.agents import learner, offpolicy
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
@@ -78,9 +78,7 @@ def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     offpolicy.validate_common("td3", config)
     for field in ("num_critics", "policy_delay"):
-        number = getattr(config, field)
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-            raise ValueError(f"td3.{field}={number!r} is invalid; allowed: an integer >= 1")
+        checks.check_int(f"td3.{field}", getattr(config, field), low=1)
 
 
 def validate_env(config: Config, env: gymnax_env.Env) -> None:

@@ -26,6 +26,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
 from rljax.dp.mdp import TabularMDP, as_time_indexed
 
 
@@ -42,8 +43,14 @@ def categorical_projection(atoms: jax.Array, values: jax.Array, weights: jax.Arr
 
     Returns:
       [N] projected masses.
+
+    Raises:
+      ValueError: concrete ``weights`` that are not a distribution (negative, non-finite or not
+        summing to 1), or concrete ``atoms`` that are not strictly increasing.
     """
     chex.assert_rank([atoms, values, weights], 1)
+    checks.check_increasing("atoms", atoms)
+    checks.check_distribution("weights", weights)
     num_atoms = atoms.shape[0]
     delta = atoms[1] - atoms[0]
     b = jnp.clip((values - atoms[0]) / delta, 0.0, num_atoms - 1.0)

@@ -40,9 +40,11 @@ def cvar(atoms: jax.Array, probs: jax.Array, alpha: float | jax.Array) -> jax.Ar
       [...] CVaR values.
 
     Raises:
-      ValueError: if a concrete ``alpha`` is outside (0, 1] (a traced one is not checked).
+      ValueError: if a concrete ``alpha`` is outside (0, 1] or concrete ``probs`` are not
+        distributions (negative, non-finite or not summing to 1); traced ones are not checked.
     """
     checks.check_range("alpha", alpha, low=0.0, low_open=True, high=1.0)
+    checks.check_distribution("probs", probs)
     atoms = jnp.broadcast_to(atoms, probs.shape)
     order = jnp.argsort(atoms, axis=-1)
     z = jnp.take_along_axis(atoms, order, axis=-1)
@@ -89,12 +91,19 @@ def wasserstein_1(atoms_a, probs_a, atoms_b, probs_b) -> jax.Array:
 
     Returns:
       [] distance (vmap for batches).
+
+    Raises:
+      ValueError: concrete ``probs_a`` / ``probs_b`` that are not distributions.
     """
+    checks.check_distribution("probs_a", probs_a)
+    checks.check_distribution("probs_b", probs_b)
     gap, width = _cdf_gap(atoms_a, probs_a, atoms_b, probs_b)
     return jnp.sum(jnp.abs(gap) * width)
 
 
 def cramer_distance(atoms_a, probs_a, atoms_b, probs_b) -> jax.Array:
     """Cramér (ℓ2) distance (∫ (F_a(x) - F_b(x))² dx)^{1/2}. Shapes as `wasserstein_1`."""
+    checks.check_distribution("probs_a", probs_a)
+    checks.check_distribution("probs_b", probs_b)
     gap, width = _cdf_gap(atoms_a, probs_a, atoms_b, probs_b)
     return jnp.sqrt(jnp.sum(gap**2 * width))

@@ -84,6 +84,18 @@ def load(directory: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _unreadable(file: str) -> str:
+    """Why ``file`` gives no fingerprint: "missing" or "unreadable (<reason>)"."""
+    if not os.path.exists(file):
+        return "missing"
+    try:
+        with open(file) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        return f"unreadable ({cli.one_line(e)})"
+    return "unreadable (not a JSON object)" if not isinstance(data, dict) else "unreadable"
+
+
 def changes(
     saved: Mapping[str, Any], config: Mapping[str, Any], mutable: Iterable[str] = ()
 ) -> list[str]:
@@ -153,7 +165,8 @@ def resume_point(
       extends the run.
 
     Raises:
-      ConfigChangedError: a non-mutable field changed (all of them are listed).
+      ConfigChangedError: a non-mutable field changed (all of them are listed), or the stored
+        config is missing or unreadable (nothing to check the resume against).
       ValueError: the newest checkpoint is beyond the new budget.
     """
     if not resume:
@@ -164,7 +177,13 @@ def resume_point(
         log(f"[rljax] resume=True but {checkpoint_dir} holds no checkpoint; starting a fresh run")
         return None
     if not check(workdir, config, mutable=mutable):
-        log(f"[rljax] {workdir} has no {FILENAME} (an older run); resuming without a config check")
+        # Without the stored config a changed hyperparameter would resume silently: refuse.
+        problem = _unreadable(path(workdir))
+        raise ConfigChangedError(
+            f"cannot resume {workdir}: its {FILENAME} is {problem}, so the config that made its "
+            f"checkpoints cannot be checked; allowed: restore {path(workdir)}, or start a fresh "
+            "run (resume=False archives the old one) or use another workdir"
+        )
     else:
         mutable = set(mutable)
         changed = [c for c in changes(load(workdir), config) if c.split(":", 1)[0] in mutable]

@@ -4,6 +4,7 @@ import csv
 import json
 import math
 import os
+import warnings
 
 
 def _clean(value):
@@ -25,11 +26,33 @@ class MetricsWriter:
         self.csv_path = os.path.join(workdir, f"{name}.csv")
 
     def read(self) -> list[dict]:
-        """All rows written so far (empty if there is no file)."""
+        """All rows written so far (empty if there is no file).
+
+        A torn last line (what a kill in the middle of a write leaves) is dropped with a warning
+        naming the file: the checkpoint being resumed from is older than that row, so the
+        resumed run writes it again. A bad line anywhere else is damage, not a torn write: a
+        ``ValueError`` names the file and the line.
+        """
         if not os.path.exists(self.jsonl_path):
             return []
         with open(self.jsonl_path) as f:
-            return [json.loads(line) for line in f if line.strip()]
+            lines = [(i, line) for i, line in enumerate(f, 1) if line.strip()]
+        rows = []
+        for n, (i, line) in enumerate(lines):
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                if n < len(lines) - 1:
+                    raise ValueError(
+                        f"{self.jsonl_path} line {i} is not a JSON row ({line[:40]!r}); "
+                        "allowed: one JSON object per line (only the last line may be torn)"
+                    ) from None
+                warnings.warn(
+                    f"{self.jsonl_path}: dropped a torn last line {i} ({line[:40]!r}), the "
+                    "trace of a write cut short",
+                    stacklevel=2,
+                )
+        return rows
 
     def reset(self) -> None:
         """Starts empty files (a fresh run)."""

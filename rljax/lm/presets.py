@@ -138,8 +138,10 @@ _INF = float("inf")
 HPARAM_RULES = {
     **{
         f: (lambda v: 0 <= v < _INF, "a finite >= 0")
-        for f in ("eps_low", "eps_high", "kl_coef", "entropy_coef", "weight_decay", "ucb_c")
+        for f in ("eps_high", "kl_coef", "entropy_coef", "weight_decay", "ucb_c")
     },
+    # the ratio's lower clip 1 - ε_low must be >= 0 (1: no lower clip, as CISPO)
+    "eps_low": (lambda v: 0 <= v <= 1, "in [0, 1] (1 - eps_low is the lowest ratio kept)"),
     # scales of a log-ratio: 0 would erase the loss
     **{f: (lambda v: 0 < v < _INF, "a finite > 0") for f in ("pacs_beta", "rover_rho")},
     "learning_rate": (lambda v: 0 < v < 1, "in (0, 1)"),

@@ -15,6 +15,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax import checks
 from rljax.lm.model import TransformerConfig, forward, init_cache, positions_from_mask
 
 
@@ -35,8 +36,11 @@ def choose(logits: jax.Array, keys: jax.Array, temperature: float, top_p: float)
     """Draws token ids `[B]` from `logits [B, V]` at `temperature` within the top-p nucleus.
 
     `keys` holds one key per row (`row_keys`). temperature == 0 is greedy decoding. top_p == 1
-    samples from the full distribution.
+    samples from the full distribution. A ``ValueError`` names a temperature < 0 or a top_p
+    outside (0, 1] (dividing by a negative temperature would sample the least likely tokens).
     """
+    checks.check_range("temperature", temperature, low=0.0)
+    checks.check_range("top_p", top_p, low=0.0, low_open=True, high=1.0)
     if temperature == 0.0:
         return jnp.argmax(logits, axis=-1).astype(jnp.int32)
     logits = logits / temperature

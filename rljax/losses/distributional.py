@@ -35,6 +35,7 @@ def categorical_projection(
     chex.assert_equal_shape([support_next, probs_next])
     chex.assert_rank(support, 1)
     checks.check_increasing("support", support)
+    checks.check_distribution("probs_next", probs_next)
     z = jnp.clip(support_next, support[0], support[-1])[..., :, None]  # [..., M, 1]
     gaps = support[1:] - support[:-1]
     d_left = jnp.concatenate([jnp.ones((1,), support.dtype), gaps])  # s_j - s_{j-1}
@@ -158,3 +159,39 @@ def quantile_q_learning(
     target = r_t[:, None] + discount_t[:, None] * theta_tp1
     theta_t = jnp.take_along_axis(dist_q_t, a_t[:, None, None].astype(jnp.int32), axis=1)[:, 0]
     return quantile_huber(theta_t, jax.lax.stop_gradient(target), kappa=kappa)
+
+
+def implicit_quantile_huber(
+    pred_quantiles: jax.Array,
+    tau: jax.Array,
+    target_samples: jax.Array,
+    *,
+    kappa: float = 1.0,
+) -> jax.Array:
+    """Quantile-Huber loss at *sampled* fractions τ (IQN): N predictions against M targets.
+
+    ``u_ij = y_j - θ_i`` and
+    ``ℓ = Σ_i (1/M) Σ_j |τ_i - 1[u_ij < 0]| · H_κ(u_ij)/κ``, with ``H_κ`` the Huber loss
+    (``κ = 0``: the plain quantile loss ``|τ - 1[u<0]| |u|``). θ_i = Z_τ_i(s, a) is the network's
+    value at the fraction τ_i it was given; the targets are ``y_j = r + γ Z_τ'_j(s', a*)`` at
+    independent fractions τ'. Dabney et al. 2018b, "Implicit Quantile Networks for
+    Distributional RL", eq. (3). With ``τ_i = (2i + 1)/(2N)`` it is QR-DQN's ``quantile_huber``.
+
+    Args:
+      pred_quantiles: predicted quantile values θ ``[..., N]``.
+      tau: the fractions θ was evaluated at, in [0, 1] ``[..., N]`` (no gradient).
+      target_samples: target samples y ``[..., M]`` (no gradient).
+      kappa: Huber threshold κ >= 0 (static).
+
+    Returns:
+      Loss per element ``[...]``.
+    """
+    if not kappa >= 0:
+        raise ValueError(f"kappa={kappa!r} is invalid; allowed: >= 0")
+    chex.assert_equal_shape([pred_quantiles, tau])
+    chex.assert_equal_shape_prefix([pred_quantiles, target_samples], pred_quantiles.ndim - 1)
+    u = jax.lax.stop_gradient(target_samples)[..., None, :] - pred_quantiles[..., :, None]
+    tau = jax.lax.stop_gradient(tau)[..., :, None]
+    weight = jnp.abs(tau - (u < 0).astype(u.dtype))
+    base = jnp.abs(u) if kappa == 0 else value_losses.huber(u, delta=kappa) / kappa
+    return jnp.sum(jnp.mean(weight * base, axis=-1), axis=-1)

@@ -25,7 +25,7 @@ def ppo_clip(
       logp: log π_θ(a|s) of the taken action, ``[...]``.
       old_logp: log π_old(a|s) of the same action, ``[...]``.
       adv: advantage estimates, ``[...]`` (treated as constants).
-      eps_low: lower clip range ε_low >= 0.
+      eps_low: lower clip range ε_low in [0, 1] (the ratio is clipped below at 1 - ε_low).
       eps_high: upper clip range ε_high >= 0.
 
     Returns:
@@ -33,9 +33,9 @@ def ppo_clip(
       when its float ratio overflows to inf (``inf · 0`` would be NaN).
 
     Raises:
-      ValueError: if a concrete ``eps_low`` / ``eps_high`` is negative or NaN.
+      ValueError: if a concrete ``eps_low`` is outside [0, 1] or ``eps_high`` is negative or NaN.
     """
-    checks.check_range("eps_low", eps_low, low=0.0)
+    checks.check_range("eps_low", eps_low, low=0.0, high=1.0)
     checks.check_range("eps_high", eps_high, low=0.0)
     chex.assert_equal_shape([logp, old_logp, adv])
     adv = jax.lax.stop_gradient(adv)
@@ -84,7 +84,7 @@ def ppo_dual_clip(
       logp: log π_θ(a|s) ``[...]``.
       old_logp: log π_old(a|s) ``[...]``.
       adv: advantages ``[...]`` (constants).
-      eps_low: lower clip range ε_low >= 0.
+      eps_low: lower clip range ε_low in [0, 1] (the ratio is clipped below at 1 - ε_low).
       eps_high: upper clip range ε_high >= 0.
       dual_clip: c > 1.
 
@@ -116,13 +116,13 @@ def cispo(
       logp: log π_θ of the sampled tokens ``[...]``.
       old_logp: log π_old (behaviour policy) of the same tokens ``[...]``.
       adv: advantages ``[...]`` (constants).
-      eps_low: lower truncation ε_low >= 0.
+      eps_low: lower truncation ε_low in [0, 1].
       eps_high: upper truncation ε_high >= 0.
 
     Returns:
       Loss per element ``[...]``. At ρ = 1 its gradient equals PPO's / REINFORCE's.
     """
-    checks.check_range("eps_low", eps_low, low=0.0)
+    checks.check_range("eps_low", eps_low, low=0.0, high=1.0)
     checks.check_range("eps_high", eps_high, low=0.0)
     chex.assert_equal_shape([logp, old_logp, adv])
     ratio = jnp.exp(logp - old_logp)

@@ -11,6 +11,12 @@ static config and call its methods; they never branch on a head's name.
   Regressing"); the value is the expectation over the support.
 * ``C51``: D = N logits of a categorical return distribution (Bellemare et al. 2017).
 * ``QR``: D = N quantiles of the return distribution (Dabney et al. 2018, QR-DQN).
+* ``IQN``: implicit quantiles (Dabney et al. 2018b): the network takes K sampled fractions τ
+  (flax RNG stream ``"tau"``; midpoints ``(2i + 1)/(2K)`` when none is given, e.g. when acting)
+  and returns D = 2K outputs per action, K quantile values and the K fractions they are at.
+
+A head also builds its network (``Head.network``): the MLP ``QNetwork`` for all but IQN, whose
+``IQNNetwork`` merges a cosine embedding of τ into the torso.
 
 Names become heads in one place, ``make`` (called when a config is converted at the entry
 point): ``make("hl_gauss", num_bins=51, v_min=0, v_max=100, huber_delta=1)``.
@@ -27,7 +33,7 @@ import jax.numpy as jnp
 from rljax.losses import classification, distributional, value
 from rljax.nets.mlp import ACTIVATIONS, dense_dot_general
 
-HEADS = ("mse", "huber", "two_hot", "hl_gauss", "c51", "qr")
+HEADS = ("mse", "huber", "two_hot", "hl_gauss", "c51", "qr", "iqn")
 # Settings a head is built from (config fields next to ``head``), with their defaults.
 SETTINGS = {"num_bins": 51, "v_min": 0.0, "v_max": 100.0, "huber_delta": 1.0}
 
@@ -58,6 +64,10 @@ class Head:
     def q_values(self, out: jax.Array) -> jax.Array:
         """Action values ``[B, A]`` from network outputs ``[B, A, D]``."""
         return out[..., 0]
+
+    def network(self, num_actions: int, hidden: Sequence[int], activation: str) -> nn.Module:
+        """The network whose ``[B, A, D]`` outputs this head reads."""
+        return QNetwork(num_actions, self.dim, tuple(hidden), activation)
 
     def loss(self, out_t: jax.Array, a_t: jax.Array, y_t: jax.Array, *, hl_sigma) -> jax.Array:
         """Per-example loss ``[N]`` of outputs ``[N, A, D]`` at actions ``a_t`` against ``y_t``."""
@@ -195,6 +205,44 @@ class QR(Head):
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class IQN(Head):
+    """Implicit quantiles at ``num_tau`` sampled fractions; loss: quantile-Huber at those τ.
+
+    Outputs ``[B, A, 2K]``: ``[..., :K]`` the values ``Z_τ_k(s, a)``, ``[..., K:]`` the fractions
+    ``τ_k`` (shared by the actions of a state). Online and target outputs come from independent
+    draws (τ and τ'), so the target ``r + γ Z_τ'(s', a*)`` is K samples of the next return;
+    ``a*`` maximizes the mean over that same τ' draw (Dabney et al. 2018b draw separate
+    fractions for the argmax; one draw fewer here).
+    """
+
+    name: ClassVar[str] = "iqn"
+    scalar_target: ClassVar[bool] = False
+    num_tau: int = 32
+    kappa: float = 1.0
+    embed_dim: int = 64  # cosines cos(π i τ), i = 0..embed_dim-1
+
+    @property
+    def dim(self) -> int:
+        return 2 * self.num_tau
+
+    def q_values(self, out):
+        return jnp.mean(out[..., : self.num_tau], axis=-1)  # Monte Carlo over τ
+
+    def network(self, num_actions, hidden, activation):
+        return IQNNetwork(num_actions, self.num_tau, tuple(hidden), activation, self.embed_dim)
+
+    def td_loss(self, out_t, a_t, r_t, discount_t, out_tp1, a_tp1, *, hl_sigma):
+        if a_tp1 is None:
+            a_tp1 = jnp.argmax(self.q_values(out_tp1), axis=-1)
+        k = self.num_tau
+        target = r_t[:, None] + discount_t[:, None] * _take(out_tp1, a_tp1)[:, :k]
+        pred = _take(out_t, a_t)
+        return distributional.implicit_quantile_huber(
+            pred[:, :k], pred[:, k:], jax.lax.stop_gradient(target), kappa=self.kappa
+        )
+
+
 def make(
     name: str,
     *,
@@ -209,7 +257,8 @@ def make(
       name: one of ``HEADS``.
       num_bins: atoms of the categorical heads, quantiles of QR (>= 2).
       v_min, v_max: support of the categorical heads (``v_max > v_min``).
-      huber_delta: Huber threshold (``huber``) and QR's κ (> 0).
+      huber_delta: Huber threshold (``huber``) and QR's and IQN's κ (> 0).
+      (IQN reads ``num_bins`` as its number of sampled fractions K.)
     """
     if name not in HEADS:
         raise ValueError(f"head={name!r} is unknown; valid: {', '.join(HEADS)}")
@@ -227,6 +276,7 @@ def make(
         "hl_gauss": lambda: HLGauss(**support_),
         "c51": lambda: C51(**support_),
         "qr": lambda: QR(num_bins=num_bins, kappa=float(huber_delta)),
+        "iqn": lambda: IQN(num_tau=num_bins, kappa=float(huber_delta)),
     }
     return constructors[name]()
 
@@ -252,6 +302,42 @@ class QNetwork(nn.Module):
             x = act(nn.Dense(width, dot_general=dense_dot_general)(x))
         out = nn.Dense(self.num_actions * self.dim, dot_general=dense_dot_general)(x)
         return out.reshape(obs.shape[0], self.num_actions, self.dim)
+
+
+class IQNNetwork(nn.Module):
+    """IQN: ``Z_τ(s, a) = f(ψ(s) ⊙ φ(τ))_a`` for K fractions τ per state; returns ``[B, A, 2K]``.
+
+    ``ψ`` is the MLP torso (``hidden``), ``φ(τ) = ReLU(W cos(π i τ) + b)`` over
+    ``i = 0..embed_dim-1`` with the torso's last width, ``f`` one more hidden layer and the
+    output layer (Dabney et al. 2018b, eq. 4). τ is drawn from U(0, 1) with the ``"tau"`` RNG
+    stream when it is given (``apply(..., rngs={"tau": key})``), else it is the midpoints
+    ``(2k + 1)/(2K)``. The last K outputs per action are τ itself (no gradient).
+    """
+
+    num_actions: int
+    num_tau: int
+    hidden: Sequence[int] = (120, 84)
+    activation: str = "relu"
+    embed_dim: int = 64
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        b, k = obs.shape[0], self.num_tau
+        x = obs.reshape(b, -1).astype(jnp.float32)
+        act = ACTIVATIONS[self.activation]
+        for width in self.hidden:
+            x = act(nn.Dense(width, dot_general=dense_dot_general)(x))
+        if self.has_rng("tau"):
+            tau = jax.random.uniform(self.make_rng("tau"), (b, k), jnp.float32)
+        else:
+            tau = jnp.broadcast_to((jnp.arange(k, dtype=jnp.float32) + 0.5) / k, (b, k))
+        cosines = jnp.cos(jnp.pi * jnp.arange(self.embed_dim) * tau.reshape(b * k, 1))
+        phi = nn.relu(nn.Dense(x.shape[-1], dot_general=dense_dot_general)(cosines))
+        h = jnp.repeat(x, k, axis=0) * phi  # [B K, H], row b k + j is state b at τ_bj
+        h = act(nn.Dense(self.hidden[-1], dot_general=dense_dot_general)(h))
+        z = nn.Dense(self.num_actions, dot_general=dense_dot_general)(h).reshape(b, k, -1)
+        tau_out = jnp.broadcast_to(jax.lax.stop_gradient(tau)[:, None, :], (b, self.num_actions, k))
+        return jnp.concatenate([jnp.swapaxes(z, 1, 2), tau_out], axis=-1)
 
 
 def support(v_min: float, v_max: float, num_bins: int) -> jax.Array:

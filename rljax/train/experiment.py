@@ -9,12 +9,14 @@ fingerprint, resuming, chunk sizes that land on the budget and on a checkpoint).
 import dataclasses
 import math
 
+import jax
+
 from rljax import agents, checks, envs
-from rljax.io import fingerprint
+from rljax.io import fingerprint, workdir_lock
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population as population_rules
 from rljax.parallel import sharding
-from rljax.train import loop, population, sweep
+from rljax.train import loop, memory, population, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +76,12 @@ def validate_run(run: RunConfig, agent: agents.Learner, agent_config) -> list[di
     for name in ("num_seeds", "total_timesteps", "checkpoint_every"):
         checks.check_int(name, getattr(run, name), low=1)
     checks.check_int("chunk_updates", run.chunk_updates, low=0)
+    try:  # the agent checks its settings against the run's length (e.g. DQN's learning_starts)
+        updates = run.total_timesteps // agent.env_steps_per_update(agent_config)
+    except (ZeroDivisionError, TypeError):  # a bad setting: agent.validate names it
+        updates = 0
+    if updates > 0 and any(f.name == "num_updates" for f in dataclasses.fields(agent_config)):
+        agent_config = dataclasses.replace(agent_config, num_updates=updates)
     agent.validate(agent_config)
     if hasattr(agent, "validate_env"):  # learners tied to one kind of action space (sac, td3, mpo)
         agent.validate_env(agent_config, envs.make(run.env_name))
@@ -100,19 +108,11 @@ def chunk_size(total: int, requested: int) -> int:
 
 def spec(agent, agent_config, env, run: RunConfig, points: list[dict], total=1, updates=1):
     """The run's ``population.Spec`` (``total`` updates in chunks of ``updates``)."""
+    hparams = population.grid_hparams(agent, points)
     return population.Spec(
-        learner=agent,
-        config=agent_config,
-        env=env,
-        hparams=population.grid_hparams(agent, points),
-        num_updates=total,
-        chunk_updates=updates,
-        num_seeds=run.num_seeds,
-        seed=run.seed,
-        grid=tuple(points),
-        mesh=run.mesh,
-        sharding_rules=run.sharding_rules,
-    )
+        agent, agent_config, env, hparams, total, updates, run.num_seeds, run.seed,
+        grid=tuple(points), mesh=run.mesh, sharding_rules=run.sharding_rules,
+    )  # fmt: skip
 
 
 def init_population(agent, agent_config, env, run, points, shardings=None, **kwargs):
@@ -152,19 +152,27 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     )
     if start == total:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_config.workdir, total)
+    if jax.process_index() == 0:  # one run per workdir, refused before anything compiles
+        workdir_lock.acquire(run_config.workdir)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     # A resumed run's chunks must land on its checkpoint and on the (possibly extended) budget.
     updates = chunk_size(total, run_config.chunk_updates)
     if start and start % updates:
         updates = chunk_size(math.gcd(total, start), updates)
     env = envs.make(run_config.env_name)
-    result = population.run(
-        spec(agent, agent_config, env, run_config, points, total, updates),
-        workdir=run_config.workdir,
-        title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
-        checkpoint_every=run_config.checkpoint_every,
-        resume=run_config.resume,
-        progress=run_config.progress,
-        fingerprint=config,
+    memory.check_population(  # a population that cannot fit is refused before it compiles
+        agent, agent_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
     )
+    try:
+        result = population.run(
+            spec(agent, agent_config, env, run_config, points, total, updates),
+            workdir=run_config.workdir,
+            title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
+            checkpoint_every=run_config.checkpoint_every,
+            resume=run_config.resume,
+            progress=run_config.progress,
+            fingerprint=config,
+        )
+    finally:
+        workdir_lock.release(run_config.workdir)
     return result.states, result.summary

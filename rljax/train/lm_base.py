@@ -136,9 +136,15 @@ def train_or_load(
     checkpointer = Checkpointer(directory, max_to_keep=1)
     if checkpointer.latest_step() is not None:
         like = init_params(model_cfg, jax.random.key(0))
-        params, meta = checkpointer.restore(checkpointer.latest_step(), like)
-        checkpointer.close()
-        return params, {**meta, "cached": True, "path": directory}
+        try:  # a cached base that does not read back is set aside (named) and trained again
+            restored = checkpointer.restore_newest_readable(like)
+        except RuntimeError:
+            restored = None
+        if restored is not None:
+            checkpointer.close()
+            _, params, meta = restored
+            return params, {**meta, "cached": True, "path": directory}
+        print(f"[rljax] the cached SFT base in {directory} is unreadable; training it again")
     params, metrics = train(sft_cfg, model_cfg, task, problems, f"{directory}-sft", progress)
     meta = {"sft_metrics": metrics}
     checkpointer.save(sft_cfg.steps, params, meta)

@@ -22,7 +22,7 @@ import numpy as np
 
 from rljax import checks
 from rljax.agents import grpo, learner
-from rljax.io import fingerprint
+from rljax.io import fingerprint, workdir_lock
 from rljax.lm import device_reward, presets, pretrained, report, selection, sft
 from rljax.lm.data import completion_length, prompt_length, spread
 from rljax.lm.model import TransformerConfig, num_params
@@ -355,6 +355,8 @@ def run(run_cfg: LMRunConfig):
     )
     if start == run_cfg.steps:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_cfg.workdir, run_cfg.steps), ""
+    if jax.process_index() == 0:  # one run per workdir, refused before anything is built
+        workdir_lock.acquire(run_cfg.workdir)
     t0 = time.perf_counter()
     agent_cfg, data, hparams, values, test, info = build(run_cfg, points)
     base_s = time.perf_counter() - t0
@@ -390,4 +392,5 @@ def run(run_cfg: LMRunConfig):
         "interrupted": summary.interrupted,
     }
     text = report.write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
+    workdir_lock.release(run_cfg.workdir)
     return states, summary, text

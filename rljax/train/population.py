@@ -185,10 +185,8 @@ def run(spec: Spec, **loop_options) -> Result:
             evaluations.append(jax.device_get(evaluate(states, key)))
             eval_updates.append(update)
 
-    args = (env,) if spec.env_as_argument else ()
-    fn = chunk_fn(spec, spec.chunk_updates, shardings)
+    fn, args = chunk_fn(spec, spec.chunk_updates, shardings), (env,) if spec.env_as_argument else ()
     states, summary = loop.run(loop_cfg, states, fn, *args, after_chunk=hook)
-    stacked = None
-    if evaluations:
-        stacked = jax.tree.map(lambda *e: np.stack(e, axis=1), *evaluations)
+    stack = lambda *e: np.stack(e, axis=1)  # noqa: E731
+    stacked = jax.tree.map(stack, *evaluations) if evaluations else None
     return Result(states, summary, stacked, tuple(eval_updates))

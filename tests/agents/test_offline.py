@@ -75,7 +75,7 @@ def test_bcq_acts_like_bc_at_tau_one_and_like_dqn_at_tau_zero():
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("algo", ["dqn", "qr_dqn", "cql", "bcq", "crr"])
+@pytest.mark.parametrize("algo", ["dqn", "qr_dqn", "iqn", "cql", "bcq", "crr"])
 def test_learns_the_better_action_from_random_data(algo):
     """Every value-based learner finds the rewarded action of a contextual bandit (BC cannot:
     the data's actions are uniform)."""

@@ -163,7 +163,7 @@ def test_population_member_equals_solo_and_chunks_compose(variant):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(1200)
 def test_resume_through_the_trainer_is_exact(tmp_path):
     """A SAC run stopped after 4 of 8 updates and resumed equals the uninterrupted run."""
     config = sac.Config(**SMALL)

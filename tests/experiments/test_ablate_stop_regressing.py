@@ -49,8 +49,12 @@ def test_verdict_rules():
             ("E", 8, 0.0, hl): {"final": rng.normal(ce, 1, 8)},
         }
 
-    for ce, expected in ((20.0, "reproduced"), (10.0, "not at this scale"), (0.0, "contradicted")):
-        results = res(10.0, ce)
+    # "matches or beats MSE": a win or a tie within 10% of MSE's mean holds (it used to be
+    # "not at this scale" on a tie); worse by more than the margin fails
+    cases = ((130.0, "reproduced"), (100.0, "reproduced"), (98.0, "reproduced"),
+             (50.0, "contradicted"))  # fmt: skip
+    for ce, expected in cases:
+        results = res(100.0, ce)
         cmp = {
             ("E", 8, 0.0, hl): {
                 "final": mod.stats.compare(
@@ -59,6 +63,15 @@ def test_verdict_rules():
             }
         }
         assert mod.verdict(results, cmp)[0] == expected
+
+
+def test_match_status_margin():
+    mod = _load()
+    assert mod._match_status([-5.0, 3.0], 100.0) == "holds"  # tie inside the 10-point margin
+    assert mod._match_status([-30.0, 3.0], 100.0) == "tie"  # too wide to tell
+    assert mod._match_status([-30.0, -15.0], 100.0) == "fails"
+    assert mod._match_status([-30.0, -15.0], -200.0) == "tie"  # margin 20 on a negative scale
+    assert mod._claim_status([-5.0, 3.0]) == "tie"  # "grows" claims still need a win
 
 
 def test_bad_flags():

@@ -31,3 +31,17 @@ def test_curricula_quick(run_quick):
 def test_bad_flags(bad_flag):
     assert "--seeds=1" in bad_flag("curricula.py", "--seeds", "1")
     assert "--steps=0" in bad_flag("curricula.py", "--steps", "0")
+
+
+def test_a_claim_for_both_curricula_needs_both_worse_to_fail():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "curricula.py"
+    spec = importlib.util.spec_from_file_location("curricula_script", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod._combine(["-", "0"]) == "not at this scale"  # was "contradicted"
+    assert mod._combine(["-", "-"]) == "contradicted"
+    assert mod._combine(["+", "0"]) == "partly"
+    assert mod._combine(["+", "+"]) == "reproduced"

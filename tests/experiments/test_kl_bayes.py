@@ -27,3 +27,19 @@ def test_bad_flags(bad_flag):
     assert "--beta" in bad_flag("kl_bayes.py", "--beta", "0")
     assert "--methods" in bad_flag("kl_bayes.py", "--methods", "k4")
     assert "V^L" in bad_flag("kl_bayes.py", "--vocab", "8", "--length", "6")
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (("--lr", "nan"), "--lr=nan is invalid; allowed: a finite number > 0"),
+        (("--beta", "inf"), "--beta=inf is invalid; allowed: a finite number > 0"),
+        (("--vocab", "1"), "--vocab=1 is invalid; allowed: >= 2"),
+        (("--prior_scale", "-1"), "--prior_scale=-1.0 is invalid"),
+        (("--seed", "-3"), "--seed=-3 is invalid"),
+    ],
+)
+def test_non_finite_and_degenerate_flags_are_refused(bad_flag, flags, message):
+    err = bad_flag("kl_bayes.py", *flags)
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -45,7 +45,7 @@ def _cells(rng, n_envs=3, seeds=5, dqn_slope=1.0, rw_gain=0.0):
     tq = rng.uniform(0, 1, c)
     saco = rng.uniform(0, 1, c)
     final = {}
-    for algo in mod.offline.ALGOS:
+    for algo in mod.ALGOS:
         base = dqn_slope * saco if algo in ("dqn", "qr_dqn") else tq * saco
         if algo == "bc":
             base = tq

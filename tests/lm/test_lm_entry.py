@@ -82,5 +82,6 @@ def test_script_exits_2_with_one_line_and_no_traceback(tmp_path):
     )  # fmt: skip
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [
-        "error: rl.eps_low=-1.0 is invalid; allowed: a finite >= 0"
+        "error: rl.eps_low=-1.0 is invalid; allowed: in [0, 1] (1 - eps_low is the lowest "
+        "ratio kept)"
     ]

@@ -71,6 +71,7 @@ class _SignalSecond:
         return self.feed(first, n)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_sft_runs_in_the_loop_and_a_killed_sft_resumes_to_the_same_base(tmp_path, monkeypatch):
     task = TASKS["equation"]

@@ -23,6 +23,7 @@ def plan(rules, micro_batches=1):
     )
 
 
+@pytest.mark.slow  # ~70 s of CPU: it compiles the whole RLVR step and the sampler
 @pytest.mark.timeout(900)
 def test_reported_bytes_are_the_compiled_programs_memory_analysis():
     """Step and sampler compiled from shapes alone on an 8-way FSDP mesh; the plan's bytes are

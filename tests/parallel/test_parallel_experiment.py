@@ -36,6 +36,7 @@ def _run_config(workdir, **kwargs):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_run_on_mesh_then_resume_on_another_mesh(tmp_path, capsys):
     first = _run_config(

@@ -98,6 +98,7 @@ def reference(setup):
         return _reference(setup)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("shape, axes, rules", MESHES)
 def test_sharded_sampling_and_learner_step_match_single_device(

@@ -2,10 +2,15 @@
 
 Each builder writes a `train` and a `test` split generated from fixed seeds, disjoint by prompt,
 with `num_*_per_level` problems at each difficulty level. `load_problems` builds on first use
-(about a second) and reads back through `as_data_source`, the TF-free random-access reader.
+(about a second) and reads back through `as_data_source`, the TF-free random-access reader. A
+cache that cannot be read (a torn or truncated file) is deleted and built again, with a line
+naming it.
 """
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -47,6 +52,14 @@ class _TaskBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
             seed=SEED,
         )
         return {"train": self._generate_examples(train), "test": self._generate_examples(test)}
+
+    # tfds announces "Downloading and preparing dataset ..." before building: nothing downloads
+    # here, so say what happens instead.
+    def _log_download_bytes(self) -> None:
+        print(f"[rljax] building the {self.TASK.name} dataset in {self.data_dir} (first run only)")
+
+    def _log_download_done(self) -> None:
+        print(f"[rljax] built the {self.TASK.name} dataset in {self.data_dir}")
 
     def _generate_examples(self, problems: list[Problem]):
         for index, p in enumerate(problems):
@@ -91,10 +104,25 @@ def load_problems(task_name: str, split: str, data_dir: str) -> list[Problem]:
         raise ValueError(f"task={task_name!r} is not one of {sorted(BUILDERS)}")
     if split not in ("train", "test"):
         raise ValueError(f"split={split!r} is not one of ['test', 'train']")
+    if os.path.exists(data_dir) and not os.path.isdir(data_dir):
+        raise ValueError(f"data_dir={data_dir} is a file; allowed: a directory (or a new path)")
     builder = BUILDERS[task_name](data_dir=data_dir, file_format="array_record")
-    builder.download_and_prepare()
-    source = builder.as_data_source(split=split)
-    records = [source[i] for i in range(len(source))]
+    try:
+        records = _read(builder, split)
+    except Exception as e:  # noqa: BLE001 - any damage to the cached files: rebuild once
+        print(
+            f"[rljax] the {task_name} dataset cache {builder.data_dir} is unreadable "
+            f"({_one_line(e)}); rebuilding it"
+        )
+        shutil.rmtree(builder.data_dir, ignore_errors=True)
+        builder = BUILDERS[task_name](data_dir=data_dir, file_format="array_record")
+        try:
+            records = _read(builder, split)
+        except Exception as e2:  # noqa: BLE001
+            raise ValueError(
+                f"the {task_name} dataset in {builder.data_dir} cannot be built or read "
+                f"({_one_line(e2)}); allowed: a writable data_dir"
+            ) from None
     return [
         Problem(
             prompt=r["prompt"].decode(),
@@ -104,3 +132,15 @@ def load_problems(task_name: str, split: str, data_dir: str) -> list[Problem]:
         )
         for r in records
     ]
+
+
+def _read(builder, split: str) -> list:
+    """Builds the dataset if needed and reads one split's records."""
+    builder.download_and_prepare()
+    source = builder.as_data_source(split=split)
+    return [source[i] for i in range(len(source))]
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text[:200]
