@@ -53,6 +53,11 @@ ENV_OVERRIDES = {
         "hparams.ent_coef": 0.0,
     },
 }
+# The feed-forward baseline of configs/ppo_rnn.py on CartPole with the velocities hidden: the
+# shipped CartPole-v1 settings (docs/learners_recurrent.md).
+ENV_OVERRIDES["CartPole-NoVel-v1"] = ENV_OVERRIDES["CartPole-v1"]
+# ... and on a memory task (a cue to recall 5 steps later; chance level: a return of 0).
+ENV_OVERRIDES["MemoryChain-bsuite"] = {"total_timesteps": 100_352}
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:

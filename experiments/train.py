@@ -37,7 +37,7 @@ import os  # noqa: E402
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.agents import dqn, learner, mpo, ppo, pqn, sac, sqirl, td3  # noqa: E402
+from rljax.agents import dqn, learner, mpo, ppo, ppo_rnn, pqn, sac, sqirl, td3  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.parallel import population  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
@@ -47,6 +47,7 @@ from rljax.train.loop import NonFiniteLossError  # noqa: E402
 AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
 AGENTS.update(sac=(sac, "sac"), td3=(td3, "td3"), mpo=(mpo, "mpo"))  # off-policy actor-critic
 AGENTS["pqn"] = (pqn, "pqn")  # parallel Q-learning (IQN is dqn with the iqn head)
+AGENTS["ppo_rnn"] = (ppo_rnn, "ppo_rnn")  # recurrent PPO (GRU core, truncated BPTT)
 # Population sharding rules a config names in `mesh.rules` (rljax.parallel.population).
 SHARDING_RULES = {
     "seeds": population.SEEDS,

@@ -1,7 +1,7 @@
 """rljax.agents: one module per learner, each a `Learner` (the Protocol below).
 
-Every learner module (`ppo`, `dqn`, `sqirl`, `sac`, `td3`, `mpo`, `grpo`, `offline`) defines,
-at module level:
+Every learner module (`ppo`, `ppo_rnn`, `dqn`, `sqirl`, `sac`, `td3`, `mpo`, `grpo`, `offline`)
+defines, at module level:
 
 - `Config`: a frozen dataclass of static settings (shapes, loop lengths, architecture); the
   same for every member of a population, and part of the compiled program.

@@ -165,6 +165,18 @@ def loss_fn(
     """PPO loss on a minibatch: clipped surrogate + vf_coef · value loss - ent_coef · entropy."""
     policy_out, log_std, v = network(config, env).apply(params, batch.obs)
     logp = distributions.log_prob(policy_out, log_std, batch.action, env.discrete)
+    entropy = distributions.entropy(policy_out, log_std, env.discrete)
+    return objective(config, hparams, batch, logp, entropy, v)
+
+
+def objective(
+    config, hparams: Hparams, batch: Batch, logp: jax.Array, entropy: jax.Array, v: jax.Array
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """The PPO objective from the network's outputs on ``batch`` (any shape, e.g. ``[N]`` or
+    ``[T, B]``; every element weighs the same): ``L = L_clip + c_v L_V - c_H H``.
+
+    ``config`` needs ``normalize_adv`` and ``clip_value``; the recurrent learner shares it.
+    """
     adv = batch.adv
     if config.normalize_adv:
         adv = (adv - jnp.mean(adv)) / (jnp.std(adv) + 1e-8)
@@ -177,7 +189,7 @@ def loss_fn(
     else:
         value_loss = 0.5 * jnp.square(v - batch.target)
     value_loss = reduce.masked_mean(value_loss)
-    entropy = reduce.masked_mean(distributions.entropy(policy_out, log_std, env.discrete))
+    entropy = reduce.masked_mean(entropy)
     total = policy_loss + hparams.vf_coef * value_loss - hparams.ent_coef * entropy
     log_ratio = logp - batch.old_logp
     metrics = {
@@ -223,16 +235,21 @@ def _advantages(traj: Transition, v_tp1: jax.Array, hparams: Hparams):
 
 
 def _sgd_step(config, env, hparams: Hparams, unravel, train, batch: Batch, lr: jax.Array):
-    """One minibatch step on ``train = (flat params, opt_state)``.
+    """One minibatch step of ``loss_fn`` on ``train = (flat params, opt_state)``."""
+    loss = lambda params, b: loss_fn(params, config, env, b, hparams)  # noqa: E731
+    return sgd_step(config, loss, unravel, train, batch, lr)
+
+
+def sgd_step(config, loss, unravel, train, batch, lr: jax.Array):
+    """One clipped Adam step of ``loss(params, batch) -> (total, metrics)`` on ``train = (flat
+    params, opt_state)``; ``config`` needs ``max_grad_norm`` (the recurrent learner shares it).
 
     The parameters and Adam's moments are single vectors during the SGD loop (``unravel``
     gives the network its tree): one kernel per optimizer update instead of one per leaf and
     moment. The global gradient norm is computed once, for the clip and the ``grad_norm`` metric.
     """
     flat, opt_state = train
-    grad_fn = jax.value_and_grad(
-        lambda f: loss_fn(unravel(f), config, env, batch, hparams), has_aux=True
-    )
+    grad_fn = jax.value_and_grad(lambda f: loss(unravel(f), batch), has_aux=True)
     (_, metrics), grads = grad_fn(flat)
     grad_norm = jnp.sqrt(jnp.sum(jnp.square(grads)))
     clip = jnp.minimum(1.0, config.max_grad_norm / jnp.maximum(grad_norm, 1e-12))

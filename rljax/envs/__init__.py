@@ -3,6 +3,7 @@
 from rljax.envs.gymnax_env import (
     CLASSIC_CONTROL,
     MINATAR,
+    POMDP,
     SUPPORTED_ENVS,
     Env,
     EnvState,
@@ -25,6 +26,7 @@ from rljax.envs.rollouts import (
 __all__ = [
     "CLASSIC_CONTROL",
     "MINATAR",
+    "POMDP",
     "SUPPORTED_ENVS",
     "Env",
     "EnvState",

@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
 
+from rljax.envs import pomdp
+
 CLASSIC_CONTROL = (
     "CartPole-v1",
     "Acrobot-v1",
@@ -28,7 +30,9 @@ MINATAR = (
     "Asterix-MinAtar",
     "Freeway-MinAtar",
 )
-SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR
+# Partially observable: hidden-velocity classic control, memory and meta-RL tasks (envs.pomdp).
+POMDP = pomdp.NAMES
+SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +79,7 @@ def make(name: str) -> Env:
     """
     if name not in SUPPORTED_ENVS:
         raise ValueError(f"env_name={name!r} is not supported; valid: {', '.join(SUPPORTED_ENVS)}")
-    env, params = gymnax.make(name)
+    env, params = pomdp.make(name) if name in POMDP else gymnax.make(name)
     space = env.action_space(params)
     obs_shape = tuple(env.observation_space(params).shape)
     if isinstance(space, spaces.Discrete):

@@ -6,11 +6,13 @@ import inspect
 import pytest
 
 from rljax import agents
-from rljax.agents import dqn, grpo, mpo, offline, ppo, pqn, sac, sqirl, td3
+from rljax.agents import dqn, grpo, mpo, offline, ppo, ppo_rnn, pqn, sac, sqirl, td3
 
 
 @pytest.mark.parametrize(
-    "module", [ppo, dqn, pqn, sqirl, sac, td3, mpo, grpo, offline], ids=lambda m: m.__name__
+    "module",
+    [ppo, ppo_rnn, dqn, pqn, sqirl, sac, td3, mpo, grpo, offline],
+    ids=lambda m: m.__name__,
 )
 def test_learner_modules_have_every_member_of_the_contract(module):
     for name in agents.MEMBERS:

@@ -1,0 +1,324 @@
+"""Benchmark: rljax beside rejax on rejax's own settings: compile and run time, final return.
+
+    python scripts/bench_rejax.py --rejax_python=/work/venvs/rejax/bin/python
+    python scripts/bench_rejax.py --rejax_python=... --algos=ppo,dqn --seeds=1,16 --repeats=2
+
+For each algorithm of ``ALGOS`` and each seed count, rejax and rljax train the same
+environment for the same env steps with rejax's own hyperparameters (its
+``configs/gymnax/<env>.yaml``), each as one jitted, vmapped program of init and the whole run,
+each in a fresh process, alternating rejax and rljax ``--repeats`` times; the table gives each
+side's best compile, run and total and the ratios rejax / rljax (> 1: rljax is faster).
+
+rejax runs in its own interpreter (``--rejax_python``): its release pins jax loosely but needs
+the gymnax 0.0.x step API (five outputs). Set-up used for docs/learners_recurrent.md:
+
+    python -m venv /work/venvs/rejax
+    /work/venvs/rejax/bin/pip install rejax==0.1.3 jax==0.5.3 jaxlib==0.5.3 gymnax==0.0.9 \\
+        flax==0.10.4 optax==0.2.4 chex==0.1.89 distrax==0.1.5 orbax-checkpoint==0.11.5
+
+rejax runs with XLA's defaults (one device, one thread per core); rljax with its own CPU layout
+(``rljax.xla_flags.cpu_layout``, as ``experiments/train.py`` picks by default).
+
+"final": rljax, the mean return of the training episodes that ended in the last 5% of updates;
+rejax, the mean return of its own evaluation (128 episodes of ``make_act``'s policy) at the end
+of the run. rejax evaluates once, at the end (``eval_freq`` = the budget, no initial
+evaluation), so its run time carries one evaluation and no more.
+
+The table of algorithms (``ALGOS``) maps each to rejax's config and to an rljax config file plus
+dotted overrides that set rljax's fields to rejax's values; a learner that lands later (PQN, SAC,
+TD3) is one more entry. Differences that remain are listed per entry (``differences``).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+from rljax import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# algorithm -> rejax's settings (configs/gymnax/cartpole.yaml of rejax) and rljax's equivalent.
+ALGOS = {
+    "ppo": {
+        "rejax": (
+            "ppo",
+            {
+                "env": "CartPole-v1",
+                "agent_kwargs": {"activation": "tanh"},
+                "num_envs": 5,
+                "num_steps": 100,
+                "num_epochs": 5,
+                "num_minibatches": 5,
+                "learning_rate": 0.00075,
+                "max_grad_norm": 0.5,
+                "total_timesteps": 100_000,
+                "gamma": 0.99,
+                "gae_lambda": 0.95,
+                "clip_eps": 0.2,
+                "ent_coef": 0.01,
+                "vf_coef": 0.5,
+            },
+        ),
+        "rljax": (
+            "configs/ppo.py:CartPole-v1",
+            {
+                "total_timesteps": 100_000,
+                "ppo.num_envs": 5,
+                "ppo.num_steps": 100,
+                "ppo.num_epochs": 5,
+                "ppo.num_minibatches": 5,
+                "ppo.hidden": (64, 64),
+                "ppo.activation": "tanh",
+                "ppo.max_grad_norm": 0.5,
+                "ppo.anneal_lr": False,
+                "hparams.lr": 0.00075,
+                "hparams.gamma": 0.99,
+                "hparams.gae_lambda": 0.95,
+                "hparams.clip_eps": 0.2,
+                "hparams.ent_coef": 0.01,
+                "hparams.vf_coef": 0.5,
+            },
+        ),
+        "differences": "rejax clips gradients per element (optax.clip) and steps actor and "
+        "critic with two Adam optimizers; rljax clips the global norm, one Adam",
+    },
+    "dqn": {
+        "rejax": (
+            "dqn",
+            {
+                "env": "CartPole-v1",
+                "agent": "DuelingQNetwork",
+                "agent_kwargs": {"activation": "swish"},
+                "num_envs": 10,
+                "buffer_size": 50_000,
+                "fill_buffer": 5_000,
+                "batch_size": 100,
+                "max_grad_norm": 10,
+                "learning_rate": 0.001,
+                "num_epochs": 5,
+                "total_timesteps": 100_000,
+                "polyak": 0.98,
+                "eps_start": 1,
+                "eps_end": 0.05,
+                "exploration_fraction": 0.5,
+                "gamma": 0.99,
+                "ddqn": True,
+                "normalize_observations": False,
+            },
+        ),
+        "rljax": (
+            "configs/dqn.py:CartPole-v1",
+            {
+                "total_timesteps": 100_000,
+                "dqn.num_envs": 10,
+                "dqn.rollout_steps": 1,
+                "dqn.grad_steps": 5,
+                "dqn.buffer_size": 50_000,
+                "dqn.batch_size": 100,
+                "dqn.learning_starts": 5_000,
+                "dqn.target_update_every": 10,
+                "dqn.tau": 0.02,
+                "dqn.double": True,
+                "dqn.hidden": (64, 64),
+                "dqn.activation": "gelu",
+                "dqn.max_grad_norm": 10.0,
+                "dqn.head": "mse",
+                "hparams.lr": 0.001,
+                "hparams.gamma": 0.99,
+                "hparams.eps_start": 1.0,
+                "hparams.eps_end": 0.05,
+                "hparams.eps_decay_steps": 50_000,
+            },
+        ),
+        "differences": "rejax: dueling head, swish, per-element gradient clip; rljax: plain "
+        "MLP head, gelu (rljax has no swish), global-norm clip",
+    },
+    # "pqn", "sac", "td3": add entries here as those rljax learners land (rejax's cartpole /
+    # pendulum yaml on the left, the rljax config file and overrides on the right).
+}
+
+# Runs in rejax's interpreter: argv = algorithm name, JSON config, seeds.
+REJAX_DRIVER = r"""
+import json, sys, time
+import jax, numpy as np
+import rejax
+name, config, seeds = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+config.update(eval_freq=config["total_timesteps"], skip_initial_evaluation=True)
+algo = rejax.get_algo(name).create(**config)
+keys = jax.random.split(jax.random.PRNGKey(0), seeds)
+t0 = time.perf_counter()
+compiled = jax.jit(jax.vmap(algo.train)).lower(keys).compile()
+compile_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+_, (lengths, returns) = jax.block_until_ready(compiled(keys))
+run_s = time.perf_counter() - t0
+final = np.asarray(returns, np.float64)[:, -1].mean(-1)  # [S]: last evaluation, 128 episodes
+print(json.dumps({"compile_s": compile_s, "run_s": run_s, "final": final.tolist()}))
+"""
+
+
+def child_rljax(algo: str, seeds: int, steps: int) -> dict:
+    """Compiles and runs ``ALGOS[algo]``'s rljax side for ``seeds`` agents in this process."""
+    from rljax import xla_flags
+
+    devices, threads = xla_flags.cpu_layout(seeds)
+    xla_flags.set_flags(
+        num_cpu_devices=devices if devices > 1 else None, cpu_threads=threads, fast_compile=True
+    )
+    import dataclasses
+    import time
+
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    sys.path.insert(0, os.path.join(ROOT, "experiments"))
+    import train as train_entry
+
+    from rljax import envs
+    from rljax.train import experiment, overrides, sweep
+
+    path, arg = ALGOS[algo]["rljax"][0].split(":")
+    spec = importlib.util.spec_from_file_location("config_file", os.path.join(ROOT, path))
+    config_file = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(config_file)
+    config = overrides.apply(config_file.get_config(arg), dict(ALGOS[algo]["rljax"][1]))
+    config.num_seeds = seeds
+    config.total_timesteps = steps or config.total_timesteps
+    module, agent_config, run = train_entry.to_dataclasses(config, "/tmp/unused", 1)
+    points = experiment.validate_run(run, module, agent_config)
+    updates = experiment.num_updates(run, module, agent_config)
+    agent_config = dataclasses.replace(agent_config, num_updates=updates)
+    env = envs.make(run.env_name)
+    hp = sweep.stack(points, seeds)
+    hparams = module.Hparams(**{k: np.asarray(hp[k], np.float32) for k in module.Hparams._fields})
+    keys = jax.random.split(jax.random.PRNGKey(0), seeds)
+
+    def train(key, hp):  # init and the whole run in one program, as rejax's train
+        state = module.init(agent_config, env, key, hp)
+        return module.train_chunk(agent_config, env, state, updates)[1]
+
+    mesh = jax.make_mesh((devices,), ("seeds",), axis_types=(jax.sharding.AxisType.Auto,))
+    seeds_axis = NamedSharding(mesh, PartitionSpec("seeds"))
+    keys, hparams = jax.device_put((keys, hparams), seeds_axis)
+    t0 = time.perf_counter()
+    compiled = jax.jit(jax.vmap(train), in_shardings=seeds_axis, out_shardings=seeds_axis)
+    compiled = compiled.lower(keys, hparams).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    metrics = jax.block_until_ready(compiled(keys, hparams))
+    run_s = time.perf_counter() - t0
+    ret = np.asarray(metrics["episode/return"], np.float64)  # [S, U]
+    cnt = np.asarray(metrics["episode/count"], np.float64)
+    tail = slice(int(0.95 * updates), None)
+    final = (np.nan_to_num(ret[:, tail]) * cnt[:, tail]).sum(1) / np.maximum(cnt[:, tail].sum(1), 1)
+    return {"compile_s": compile_s, "run_s": run_s, "final": final.tolist()}
+
+
+def _run_json(cmd: list[str], env: dict) -> dict:
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"error: {' '.join(cmd[:2])} ... failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def ours(algo: str, seeds: int, steps: int) -> dict:
+    path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        f"--child={algo}",
+        f"--seeds={seeds}",
+        f"--steps={steps}",
+    ]
+    return _run_json(cmd, env)
+
+
+def theirs(python: str, algo: str, seeds: int, steps: int) -> dict:
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "PYTHONPATH")
+    }
+    name, config = ALGOS[algo]["rejax"]
+    config = {**config, "total_timesteps": steps or config["total_timesteps"]}
+    return _run_json([python, "-c", REJAX_DRIVER, name, json.dumps(config), str(seeds)], env)
+
+
+def _final(r: dict) -> str:
+    f = r["final"]
+    return f"{sum(f) / len(f):.1f} (min {min(f):.0f})"
+
+
+def table(args) -> list[dict]:
+    rows = []
+    for algo in args.algos.split(","):
+        steps = args.steps or ALGOS[algo]["rejax"][1]["total_timesteps"]
+        print(f"{algo} {ALGOS[algo]['rejax'][1]['env']}, {steps:,} steps per seed, rejax's "
+              f"settings; differences: {ALGOS[algo]['differences']}", flush=True)  # fmt: skip
+        for s in (int(v) for v in args.seeds.split(",")):
+            best = {}
+            for _ in range(args.repeats):
+                for side in ("rejax", "rljax"):
+                    if side == "rejax":
+                        r = theirs(args.rejax_python, algo, s, args.steps)
+                    else:
+                        r = ours(algo, s, args.steps)
+                    r["total_s"] = r["compile_s"] + r["run_s"]
+                    old = best.get(side)
+                    best[side] = r if old is None else {
+                        **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
+                    }  # fmt: skip
+                    print(f"  {s:>3} seeds {side:>5}: compile {r['compile_s']:6.2f} s | run "
+                          f"{r['run_s']:7.2f} s | final {_final(r)} | load "
+                          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+            o, t = best["rljax"], best["rejax"]
+            row = {"algo": algo, "seeds": s, "rljax": o, "rejax": t}
+            for k in ("compile", "run", "total"):
+                row[f"ratio_{k}"] = t[f"{k}_s"] / o[f"{k}_s"]
+            rows.append(row)
+            print(f"{algo} {s:>3} seeds | rejax/rljax: compile {row['ratio_compile']:.2f}x, run "
+                  f"{row['ratio_run']:.2f}x, total {row['ratio_total']:.2f}x | final rejax "
+                  f"{_final(t)}, rljax {_final(o)}", flush=True)  # fmt: skip
+    return rows
+
+
+def main():
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", default="ppo,dqn", help=f"comma-separated: {', '.join(ALGOS)}")
+    parser.add_argument("--seeds", default="1,16", help="comma-separated seed counts")
+    parser.add_argument("--repeats", type=int, default=2, help="alternating rounds per count")
+    parser.add_argument("--rejax_python", default=sys.executable, help="rejax's interpreter")
+    parser.add_argument("--steps", type=int, default=0, help="env steps per seed (0: rejax's)")
+    parser.add_argument("--json", default="", help="also write the rows to this file")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child_rljax(args.child, int(args.seeds), args.steps)))
+        return
+    for algo in args.algos.split(","):
+        if algo not in ALGOS:
+            parser.error(f"--algos: {algo!r} is unknown; valid: {', '.join(ALGOS)}")
+    for s in args.seeds.split(","):
+        if not s.isdigit() or int(s) < 1:
+            parser.error(f"--seeds: {s!r} is invalid; allowed: integers >= 1")
+    if args.steps < 0:
+        parser.error(f"--steps={args.steps} is invalid; allowed: an integer >= 0")
+    if args.repeats < 1:
+        parser.error(f"--repeats={args.repeats} is invalid; allowed: an integer >= 1")
+    probe = "from rljax import machine; print(machine.describe())"
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    print("machine:", subprocess.run([sys.executable, "-c", probe], env=env, check=True,
+                                     capture_output=True, text=True).stdout.strip())  # fmt: skip
+    print(f"load average at start: {os.getloadavg()[0]:.1f}")
+    rows = table(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)
