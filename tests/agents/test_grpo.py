@@ -146,7 +146,13 @@ def params():
     return init_params(MODEL, jax.random.key(0))
 
 
-@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
+@pytest.mark.parametrize(
+    "preset",
+    [
+        pytest.param(p, marks=pytest.mark.slow) if p == "cispo" else p
+        for p in sorted(presets.PRESETS)
+    ],
+)  # cispo alone takes ~45 s on the 2-core CPU: slow tier
 def test_population_loss_and_gradient_equal_the_named_preset(params, preset):
     values = presets.resolve(preset, entropy_coef=0.01)  # exercise the entropy term too
     hp = grpo.make_hparams(presets.hparam_values(values))
@@ -162,6 +168,7 @@ def test_population_loss_and_gradient_equal_the_named_preset(params, preset):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_micro_batches_with_minibatch_norms_sum_to_the_minibatch_loss(params):
     """Gradient accumulation: two halves (whole groups) give the loss of the whole."""
     hp = grpo.make_hparams(presets.hparam_values(presets.resolve("grpo")))
@@ -232,6 +239,7 @@ def test_zero_advantage_share_counts_groups_without_gradient():
     assert float(grpo.zero_advantage_share(grpo_adv, jnp.zeros(4))) == 0.0
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_vmapped_presets_give_each_solo_loss_and_gradient(params):
     """All presets vmapped as one population on the same batch: each member's loss and gradient
     equal that preset's computed alone (what a population's first micro-step does)."""

@@ -54,6 +54,7 @@ def test_gaussian_policy_update_runs_on_pendulum():
     assert "log_std" in state.params["params"]
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_vmapped_grid_equals_separate_runs():
     """Training a 2-point lr grid under one vmap gives each agent's solo result."""
     env = envs.make("CartPole-v1")

@@ -123,6 +123,7 @@ def test_update_compiles_once_and_is_deterministic():
         assert np.isfinite(m1[key]), key
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_population_member_equals_its_solo_run():
     """A 2-point lr grid under one vmap gives each agent's solo result."""
     env = envs.make("CartPole-NoVel-v1")

@@ -46,6 +46,7 @@ def test_nft_pacs_quick(run_quick):
     assert all(math.isfinite(v) for vs in res["identity"].values() for v in vs)
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_bad_flags(bad_flag):
     assert "--seeds=2" in bad_flag("tricks_or_traps.py", "--seeds", "2")
     assert "--steps=0" in bad_flag("ngrpo_hard.py", "--steps", "0")

@@ -118,6 +118,7 @@ def _run(config, data, hp, key=5, state=None):
     return _CHUNK(config, data, state, STEPS)
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 @pytest.mark.parametrize("preset,oversample", [("lite_ppo", 1), ("dapo", 2)])
 def test_uniform_learner_is_the_learner_without_curricula(data, preset, oversample):
     """Same keys, same draws: a uniform learner with the level machinery compiled in (K = 3)
@@ -162,6 +163,7 @@ def test_sec_learner_draws_only_its_favoured_level_and_updates_its_values(data):
     np.testing.assert_array_equal(new.curriculum.count, [0, 0, STEPS * B])
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_population_of_curricula_equals_each_learner_alone(data):
     """vmapped uniform / sec / ucb learners (one with balanced filtering) == each run alone."""
     config = _config(3, oversample=2)

@@ -65,6 +65,7 @@ def test_left_padding_does_not_change_logits(params):
     np.testing.assert_allclose(a[0], b[0, 3:], atol=1e-5)
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_log_prob_masks_exclude_padding(params):
     prompt_tokens, prompt_mask = _prompts()
     comp_tokens, comp_mask = tokenizer.encode_completions(["3", "7", "9", "0"], 6)
@@ -105,6 +106,7 @@ def _groups(num_prompts: int, group: int, answer_len: int, seed: int = 0):
     )
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 @pytest.mark.parametrize("group,answer_len", [(4, 6), (3, 1), (2, 9)])
 def test_shared_prompt_pass_equals_the_whole_sequence_pass(params, group, answer_len):
     """group_size runs each prompt once for its group (KV-cache path): the same log-probs,

@@ -38,6 +38,7 @@ def _loglik_one(params, problem) -> float:
     return float(sum(log_probs[len(prompt) - 1 + a, t] for a, t in enumerate(answer)))
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_least_likely_keeps_the_lowest_likelihood_problems_in_order():
     problems = make_split(TASK, num_per_level=8, seed=3)[:20]
     params = init_params(MODEL, jax.random.key(1))

@@ -66,6 +66,7 @@ class _SignalAfter:
         return out
 
 
+@pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
 def test_sigterm_checkpoints_and_resume_matches_uninterrupted_run(tmp_path):
     cfg, states, chunk = _setup(tmp_path / "straight")
     full_states, full = loop.run(cfg, states, chunk)
