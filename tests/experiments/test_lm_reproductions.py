@@ -68,7 +68,7 @@ def test_reward_validity_quick(run_quick):
 @pytest.mark.timeout(500)
 def test_one_shot_quick(run_quick):
     res = run_quick("one_shot.py", timeout=480)
-    assert len(res["arms"]) == 7
+    assert len(res["arms"]) == 6  # the inert no-weight-decay arm is gone
     _finite_table(res)
     assert len(res["examples"]["one"]) == 1 and len(res["examples"]["two"]) == 2
 
