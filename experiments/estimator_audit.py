@@ -1,7 +1,7 @@
 """Exact audit of rljax's policy-gradient surrogates against ∇(E_π[r] − β·KL(π‖π_ref)).
 
     PYTHONPATH=. python experiments/estimator_audit.py --workdir runs/estimator_audit
-    PYTHONPATH=. python experiments/estimator_audit.py --workdir /tmp/audit --quick
+    PYTHONPATH=. python experiments/estimator_audit.py --workdir runs/estimator_audit --quick
 
 A tiny autoregressive softmax policy (3 content tokens + EOS, at most 5 tokens, so lengths 1–5
 occur; 364 sequences, a tabular logit per prefix: 121 × 4 parameters) is small enough that every

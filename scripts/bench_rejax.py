@@ -1,6 +1,6 @@
 """Benchmark: rljax beside rejax on rejax's own settings: compile and run time, final return.
 
-    python scripts/bench_rejax.py --rejax_python=/work/venvs/rejax/bin/python
+    python scripts/bench_rejax.py --rejax_python=.venvs/rejax/bin/python
     python scripts/bench_rejax.py --rejax_python=... --algos=ppo,dqn --seeds=1,16 --repeats=2
 
 For each algorithm of ``ALGOS`` and each seed count, rejax and rljax train the same
@@ -12,8 +12,8 @@ side's best compile, run and total and the ratios rejax / rljax (> 1: rljax is f
 rejax runs in its own interpreter (``--rejax_python``): its release pins jax loosely but needs
 the gymnax 0.0.x step API (five outputs). Set-up used for docs/learners_recurrent.md:
 
-    python -m venv /work/venvs/rejax
-    /work/venvs/rejax/bin/pip install rejax==0.1.3 jax==0.5.3 jaxlib==0.5.3 gymnax==0.0.9 \\
+    python -m venv .venvs/rejax
+    .venvs/rejax/bin/pip install rejax==0.1.3 jax==0.5.3 jaxlib==0.5.3 gymnax==0.0.9 \\
         flax==0.10.4 optax==0.2.4 chex==0.1.89 distrax==0.1.5 orbax-checkpoint==0.11.5
 
 rejax runs with XLA's defaults (one device, one thread per core); rljax with its own CPU layout

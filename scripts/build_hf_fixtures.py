@@ -1,6 +1,6 @@
 """Builds the Hugging Face parity fixtures under tests/lm/fixtures/hf (needs the `hf` extra).
 
-    /work/venvs/hf/bin/python scripts/build_hf_fixtures.py [--out=tests/lm/fixtures/hf]
+    .venvs/hf/bin/python scripts/build_hf_fixtures.py [--out=tests/lm/fixtures/hf]
 
 About 10 s on one CPU core. For each family (llama with llama3 RoPE scaling and untied head,
 qwen2 with q/k/v biases and tied embeddings, qwen3 with q/k norm and head_dim != d_model / heads)
