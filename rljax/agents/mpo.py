@@ -31,7 +31,7 @@ from rljax.envs import rollouts as rollout_lib
 from rljax.losses import kl as kl_lib
 from rljax.losses import mpo as mpo_loss
 from rljax.losses import reduce, value
-from rljax.nets import MLP, continuous, distributions
+from rljax.nets import continuous, distributions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,15 +120,7 @@ class State(NamedTuple):
 
 def networks(config: Config, env: gymnax_env.Env) -> tuple:
     """``(actor, critics)``: categorical logits or a Gaussian head, and K critics."""
-    if config.discrete:
-        actor = MLP(config.hidden, env.num_actions, config.activation, out_scale=0.01)
-    else:
-        actor = continuous.GaussianActor(env.num_actions, config.hidden, config.activation)
-    critics = continuous.Critics(
-        config.hidden, config.num_critics, env.num_actions if config.discrete else 0,
-        config.activation,
-    )  # fmt: skip
-    return actor, critics
+    return offpolicy.actor_and_critics(config, env)
 
 
 def _inverse_softplus(x: jax.Array) -> jax.Array:

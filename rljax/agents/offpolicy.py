@@ -18,7 +18,8 @@ import optax
 from rljax import checks, replay
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
-from rljax.nets import ACTIVATIONS
+from rljax.nets import ACTIVATIONS, continuous
+from rljax.nets.mlp import MLP
 from rljax.types import Transition
 
 INT_FIELDS = ("num_envs", "rollout_steps", "grad_steps", "buffer_size", "batch_size",
@@ -210,3 +211,17 @@ def update(config: Any, env: gymnax_env.Env, state, policy, grad_step, steps_per
     state, grad_metrics = grad_steps(step, state, grad_key, config.grad_steps)
     metrics.update(grad_metrics)
     return state._replace(step=state.step + 1), metrics
+
+
+def actor_and_critics(config: Any, env: gymnax_env.Env) -> tuple:
+    """``(actor, critics)`` of SAC and MPO: categorical logits (``config.discrete``) or a Gaussian
+    head, and ``config.num_critics`` critics (one output per action when discrete)."""
+    if config.discrete:
+        actor = MLP(config.hidden, env.num_actions, config.activation, out_scale=0.01)
+    else:
+        actor = continuous.GaussianActor(env.num_actions, config.hidden, config.activation)
+    critics = continuous.Critics(
+        config.hidden, config.num_critics, env.num_actions if config.discrete else 0,
+        config.activation,
+    )  # fmt: skip
+    return actor, critics

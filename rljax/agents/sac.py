@@ -28,7 +28,7 @@ from rljax.agents import learner, offpolicy
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
 from rljax.losses import actor_critic, reduce, value
-from rljax.nets import MLP, continuous
+from rljax.nets import continuous
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,15 +106,7 @@ class State(NamedTuple):
 
 def networks(config: Config, env: gymnax_env.Env) -> tuple:
     """``(actor, critics)``: a categorical (discrete) or Gaussian actor and K critics."""
-    if config.discrete:
-        actor = MLP(config.hidden, env.num_actions, config.activation, out_scale=0.01)
-    else:
-        actor = continuous.GaussianActor(env.num_actions, config.hidden, config.activation)
-    critics = continuous.Critics(
-        config.hidden, config.num_critics, env.num_actions if config.discrete else 0,
-        config.activation,
-    )  # fmt: skip
-    return actor, critics
+    return offpolicy.actor_and_critics(config, env)
 
 
 def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) -> State:
