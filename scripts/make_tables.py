@@ -35,16 +35,18 @@ def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
             continue
         with open(path) as f:
             card = json.load(f)
-        raw = None
-        raw_path = os.path.join(results_dir, study, "results.json")
-        if os.path.isfile(raw_path):
-            with open(raw_path) as f:
-                raw = json.load(f)
         for seed_set in card["seed_sets"]:
+            # Each seed set reads its own run's file (``results``; default results.json).
+            raw_name = seed_set.get("results", "results.json")
+            raw_path = os.path.join(results_dir, study, raw_name)
+            raw = None
+            if os.path.isfile(raw_path):
+                with open(raw_path) as f:
+                    raw = json.load(f)
             for name, fig in seed_set["figures"].items():
                 if "path" in fig:
                     if raw is None:
-                        raise ValueError(f"{study}: figure {name!r} has a path but no results.json")
+                        raise ValueError(f"{study}: figure {name!r} has a path but no {raw_name}")
                     fig.update(_resolve(raw, fig["path"], f"{study}: {name}"))
         cards[study] = card
     return dict(sorted(cards.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
