@@ -95,8 +95,10 @@ def _when(seed_set: dict) -> str:
     return f"{seed_set['date']}, `{seed_set['commit']}`, {seed_set['machine']}"
 
 
-def readme_table(cards: dict) -> str:
-    """One row per benchmark and study: headline figures per seed set, verdict, provenance."""
+def readme_table(cards: dict, page_dir: str = "") -> str:
+    """One row per benchmark and study: headline figures per seed set, verdict, provenance.
+
+    Links are written relative to ``page_dir`` (the folder of the page the table goes into)."""
     lines = [
         "| what | headline figure (95% CI over seeds) | verdict | measured |",
         "|---|---|---|---|",
@@ -110,10 +112,17 @@ def readme_table(cards: dict) -> str:
             figs.append(prefix + "; ".join(parts))
             if _when(s) not in whens:
                 whens.append(_when(s))
-        link = f"[{card['short']}]({card['doc']})"
+        link = f"[{card['short']}]({_relative(card['doc'], page_dir)})"
         verdict = card["verdict"]
         lines.append(f"| {link} | {'<br>'.join(figs)} | {verdict} | {'<br>'.join(whens)} |")
     return "\n".join(lines)
+
+
+def _relative(target: str, page_dir: str) -> str:
+    """A repository-relative link (``docs/lm.md#results``) as seen from a page in ``page_dir``."""
+    path, _, anchor = target.partition("#")
+    rel = os.path.relpath(path, page_dir or ".") if path else ""
+    return rel + (f"#{anchor}" if anchor else "")
 
 
 def _headline(card: dict) -> list[tuple[str, str]]:
@@ -192,7 +201,7 @@ def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]
         "docs/reproductions.md": {"summary": summary_table(cards, "reproduction")},
         "docs/benchmarks.md": {
             "summary": readme_table(
-                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"}
+                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"}, "docs"
             )
         },  # fmt: skip
     }
