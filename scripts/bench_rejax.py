@@ -24,9 +24,9 @@ rejax, the mean return of its own evaluation (128 episodes of ``make_act``'s pol
 of the run. rejax evaluates once, at the end (``eval_freq`` = the budget, no initial
 evaluation), so its run time carries one evaluation and no more.
 
-The table of algorithms (``ALGOS``) maps each to rejax's config and to an rljax config file plus
-dotted overrides that set rljax's fields to rejax's values; a learner that lands later (PQN, SAC,
-TD3) is one more entry. Differences that remain are listed per entry (``differences``).
+The table of algorithms (``ALGOS``: PPO, DQN and PQN on CartPole-v1, SAC and TD3 on Pendulum-v1)
+maps each to rejax's config and to an rljax config file plus dotted overrides that set rljax's
+fields to rejax's values. Differences that remain are listed per entry (``differences``).
 """
 
 import argparse
@@ -136,8 +136,147 @@ ALGOS = {
         "differences": "rejax: dueling head, swish, per-element gradient clip; rljax: plain "
         "MLP head, gelu (rljax has no swish), global-norm clip",
     },
-    # "pqn", "sac", "td3": add entries here as those rljax learners land (rejax's cartpole /
-    # pendulum yaml on the left, the rljax config file and overrides on the right).
+    "pqn": {
+        "rejax": (
+            "pqn",
+            {
+                "env": "CartPole-v1",
+                "num_envs": 16,
+                "num_steps": 128,
+                "num_minibatches": 16,
+                "max_grad_norm": 10,
+                "learning_rate": 0.0003,
+                "num_epochs": 5,
+                "total_timesteps": 524_288,
+                "eps_start": 1,
+                "eps_end": 0.05,
+                "exploration_fraction": 0.5,
+                "gamma": 0.99,
+                "td_lambda": 0.9,
+                "normalize_observations": False,
+            },
+        ),
+        "rljax": (
+            "configs/pqn.py:CartPole-v1",
+            {
+                "total_timesteps": 524_288,
+                "chunk_updates": 0,
+                "pqn.num_envs": 16,
+                "pqn.rollout_steps": 128,
+                "pqn.num_epochs": 5,
+                "pqn.num_minibatches": 16,
+                "pqn.hidden": (64, 64),
+                "pqn.activation": "relu",
+                "pqn.norm": "layer_norm",
+                "pqn.anneal_lr": False,
+                "hparams.lr": 0.0003,
+                "hparams.gamma": 0.99,
+                "hparams.lambda_": 0.9,
+                "hparams.eps_start": 1.0,
+                "hparams.eps_end": 0.05,
+                "hparams.eps_decay_steps": 262_144,
+                "hparams.max_grad_norm": 10.0,
+                "hparams.reward_scale": 1.0,
+            },
+        ),
+        "differences": "rejax clips gradients per element (optax.clip); rljax clips the "
+        "global norm",
+    },
+    "sac": {
+        "rejax": (
+            "sac",
+            {
+                "env": "Pendulum-v1",
+                "agent_kwargs": {"activation": "swish"},
+                "num_envs": 1,
+                "buffer_size": 10_000,
+                "fill_buffer": 256,
+                "batch_size": 256,
+                "learning_rate": 0.01,
+                "num_epochs": 1,
+                "total_timesteps": 10_000,
+                "gamma": 0.99,
+                "polyak": 0.98,
+                "target_entropy_ratio": None,
+                "normalize_observations": True,
+            },
+        ),
+        "rljax": (
+            "configs/sac.py:Pendulum-v1",
+            {
+                "total_timesteps": 10_000,
+                "chunk_updates": 0,
+                "sac.num_envs": 1,
+                "sac.rollout_steps": 1,
+                "sac.grad_steps": 1,
+                "sac.buffer_size": 10_000,
+                "sac.batch_size": 256,
+                "sac.learning_starts": 256,
+                "sac.hidden": (64, 64),
+                "sac.activation": "gelu",
+                "hparams.lr_actor": 0.01,
+                "hparams.lr_critic": 0.01,
+                "hparams.lr_alpha": 0.01,
+                "hparams.gamma": 0.99,
+                "hparams.tau": 0.02,
+                "hparams.init_alpha": 1.0,
+                "hparams.target_entropy": -1.0,
+            },
+        ),
+        "differences": "rejax: swish, observations normalized by running statistics; rljax: "
+        "gelu (rljax has no swish), raw observations",
+    },
+    "td3": {
+        "rejax": (
+            "td3",
+            {
+                "env": "Pendulum-v1",
+                "actor_kwargs": {"activation": "swish"},
+                "critic_kwargs": {"activation": "swish"},
+                "num_envs": 1,
+                "buffer_size": 10_000,
+                "fill_buffer": 1000,
+                "batch_size": 100,
+                "learning_rate": 0.001,
+                "num_epochs": 1,
+                "total_timesteps": 10_000,
+                "gamma": 0.99,
+                "polyak": 0.95,
+                "max_grad_norm": 100,
+                "exploration_noise": 0.3,
+                "target_noise": 0.2,
+                "target_noise_clip": 0.5,
+                "policy_delay": 2,
+                "normalize_observations": True,
+            },
+        ),
+        "rljax": (
+            "configs/td3.py:Pendulum-v1",
+            {
+                "total_timesteps": 10_000,
+                "chunk_updates": 0,
+                "td3.num_envs": 1,
+                "td3.rollout_steps": 1,
+                "td3.grad_steps": 1,
+                "td3.buffer_size": 10_000,
+                "td3.batch_size": 100,
+                "td3.learning_starts": 1000,
+                "td3.policy_delay": 2,
+                "td3.hidden": (64, 64),
+                "td3.activation": "gelu",
+                "hparams.lr_actor": 0.001,
+                "hparams.lr_critic": 0.001,
+                "hparams.gamma": 0.99,
+                "hparams.tau": 0.05,
+                "hparams.explore_noise": 0.3,
+                "hparams.target_noise": 0.2,
+                "hparams.noise_clip": 0.5,
+            },
+        ),
+        "differences": "rejax: swish, observations normalized by running statistics, "
+        "per-element gradient clip at 100; rljax: gelu (rljax has no swish), raw observations, "
+        "no clip",
+    },
 }
 
 # Runs in rejax's interpreter: argv = algorithm name, JSON config, seeds.
