@@ -2,6 +2,7 @@
 
     python scripts/bench_rejax.py --rejax_python=.venvs/rejax/bin/python
     python scripts/bench_rejax.py --rejax_python=... --algos=ppo,dqn --seeds=1,16 --repeats=2
+    python scripts/bench_rejax.py --rejax_python=... --rows=sac:1,sac:16,pqn:16:131072
 
 For each algorithm of ``ALGOS`` and each seed count, rejax and rljax train the same
 environment for the same env steps with rejax's own hyperparameters (its
@@ -391,36 +392,61 @@ def _final(r: dict) -> str:
     return f"{sum(f) / len(f):.1f} (min {min(f):.0f})"
 
 
+def plan(args) -> list[tuple[str, int, int]]:
+    """``(algorithm, seeds, env steps per seed or 0 for rejax's)`` in the order they run.
+
+    ``--rows`` (``algo:seeds[:steps]``, comma-separated) lists them one by one; otherwise every
+    algorithm of ``--algos`` at every count of ``--seeds``, with ``--steps``.
+    """
+    if args.rows:
+        out = []
+        for item in args.rows.split(","):
+            parts = item.split(":")
+            ok = 2 <= len(parts) <= 3 and parts[0] in ALGOS and all(p.isdigit() for p in parts[1:])
+            if not ok or int(parts[1]) < 1:
+                raise ValueError(
+                    f"--rows: {item!r} is invalid; allowed: algo:seeds[:steps] with algo one of "
+                    f"{', '.join(ALGOS)}, seeds >= 1, steps >= 0"
+                )
+            out.append((parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 0))
+        return out
+    seeds = [int(v) for v in args.seeds.split(",")]
+    return [(algo, s, args.steps) for algo in args.algos.split(",") for s in seeds]
+
+
 def table(args) -> list[dict]:
     rows = []
-    for algo in args.algos.split(","):
-        steps = args.steps or ALGOS[algo]["rejax"][1]["total_timesteps"]
-        print(f"{algo} {ALGOS[algo]['rejax'][1]['env']}, {steps:,} steps per seed, rejax's "
-              f"settings; differences: {ALGOS[algo]['differences']}", flush=True)  # fmt: skip
-        for s in (int(v) for v in args.seeds.split(",")):
-            best = {}
-            for _ in range(args.repeats):
-                for side in ("rejax", "rljax"):
-                    if side == "rejax":
-                        r = theirs(args.rejax_python, algo, s, args.steps)
-                    else:
-                        r = ours(algo, s, args.steps)
-                    r["total_s"] = r["compile_s"] + r["run_s"]
-                    old = best.get(side)
-                    best[side] = r if old is None else {
-                        **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
-                    }  # fmt: skip
-                    print(f"  {s:>3} seeds {side:>5}: compile {r['compile_s']:6.2f} s | run "
-                          f"{r['run_s']:7.2f} s | final {_final(r)} | load "
-                          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-            o, t = best["rljax"], best["rejax"]
-            row = {"algo": algo, "seeds": s, "rljax": o, "rejax": t}
-            for k in ("compile", "run", "total"):
-                row[f"ratio_{k}"] = t[f"{k}_s"] / o[f"{k}_s"]
-            rows.append(row)
-            print(f"{algo} {s:>3} seeds | rejax/rljax: compile {row['ratio_compile']:.2f}x, run "
-                  f"{row['ratio_run']:.2f}x, total {row['ratio_total']:.2f}x | final rejax "
-                  f"{_final(t)}, rljax {_final(o)}", flush=True)  # fmt: skip
+    for algo, s, steps_arg in plan(args):
+        steps = steps_arg or ALGOS[algo]["rejax"][1]["total_timesteps"]
+        print(f"{algo} {ALGOS[algo]['rejax'][1]['env']}, {s} seeds, {steps:,} steps per seed, "
+              f"rejax's settings; differences: {ALGOS[algo]['differences']}",
+              flush=True)  # fmt: skip
+        best = {}
+        for _ in range(args.repeats):
+            for side in ("rejax", "rljax"):
+                if side == "rejax":
+                    r = theirs(args.rejax_python, algo, s, steps_arg)
+                else:
+                    r = ours(algo, s, steps_arg)
+                r["total_s"] = r["compile_s"] + r["run_s"]
+                old = best.get(side)
+                best[side] = r if old is None else {
+                    **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
+                }  # fmt: skip
+                print(f"  {s:>3} seeds {side:>5}: compile {r['compile_s']:6.2f} s | run "
+                      f"{r['run_s']:7.2f} s | final {_final(r)} | load "
+                      f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+        o, t = best["rljax"], best["rejax"]
+        row = {"algo": algo, "seeds": s, "steps": steps, "rljax": o, "rejax": t}
+        for k in ("compile", "run", "total"):
+            row[f"ratio_{k}"] = t[f"{k}_s"] / o[f"{k}_s"]
+        rows.append(row)
+        if args.json:  # after every row: a run stopped early keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        print(f"{algo} {s:>3} seeds | rejax/rljax: compile {row['ratio_compile']:.2f}x, run "
+              f"{row['ratio_run']:.2f}x, total {row['ratio_total']:.2f}x | final rejax "
+              f"{_final(t)}, rljax {_final(o)}", flush=True)  # fmt: skip
     return rows
 
 
@@ -432,6 +458,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=2, help="alternating rounds per count")
     parser.add_argument("--rejax_python", default=sys.executable, help="rejax's interpreter")
     parser.add_argument("--steps", type=int, default=0, help="env steps per seed (0: rejax's)")
+    parser.add_argument("--rows", default="", help="algo:seeds[:steps],... (overrides the above)")
     parser.add_argument("--json", default="", help="also write the rows to this file")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -448,15 +475,16 @@ def main():
         parser.error(f"--steps={args.steps} is invalid; allowed: an integer >= 0")
     if args.repeats < 1:
         parser.error(f"--repeats={args.repeats} is invalid; allowed: an integer >= 1")
+    try:
+        plan(args)
+    except ValueError as e:
+        parser.error(str(e))
     probe = "from rljax import machine; print(machine.describe())"
     env = {**os.environ, "PYTHONPATH": ROOT}
     print("machine:", subprocess.run([sys.executable, "-c", probe], env=env, check=True,
                                      capture_output=True, text=True).stdout.strip())  # fmt: skip
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
-    rows = table(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    table(args)
 
 
 if __name__ == "__main__":
