@@ -330,7 +330,7 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     config.total_timesteps = steps or config.total_timesteps
     fraction = ALGOS[algo]["rejax"][1].get("exploration_fraction")
     if fraction is not None:  # rejax decays ε over a fraction of the run, whatever its length
-        config.hparams.eps_decay_steps = fraction * config.total_timesteps
+        config.hparams.eps_decay_steps = round(fraction * config.total_timesteps)
     module, agent_config, run = train_entry.to_dataclasses(config, "/tmp/unused", 1)
     points = experiment.validate_run(run, module, agent_config)
     updates = experiment.num_updates(run, module, agent_config)
