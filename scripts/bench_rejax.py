@@ -319,7 +319,7 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     import train as train_entry
 
     from rljax import envs
-    from rljax.train import experiment, overrides, sweep
+    from rljax.train import experiment, overrides, population
 
     path, arg = ALGOS[algo]["rljax"][0].split(":")
     spec = importlib.util.spec_from_file_location("config_file", os.path.join(ROOT, path))
@@ -336,8 +336,8 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     updates = experiment.num_updates(run, module, agent_config)
     agent_config = dataclasses.replace(agent_config, num_updates=updates)
     env = envs.make(run.env_name)
-    hp = sweep.stack(points, seeds)
-    hparams = module.Hparams(**{k: np.asarray(hp[k], np.float32) for k in module.Hparams._fields})
+    grid = population.grid_hparams(module, points)  # [G] per field, then grid-major [G * S]
+    hparams = jax.tree.map(lambda h: np.repeat(h, seeds), grid)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
 
     def train(key, hp):  # init and the whole run in one program, as rejax's train
