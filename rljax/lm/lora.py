@@ -51,16 +51,16 @@ class LoraConfig:
 
     def __post_init__(self):
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
-            raise ValueError(f"LoraConfig.rank={self.rank!r} is invalid; allowed: an int >= 1")
+            raise ValueError(f"lora.rank={self.rank!r} is invalid; allowed: an int >= 1")
         if not (isinstance(self.alpha, int | float) and math.isfinite(self.alpha)) or (
             self.alpha <= 0
         ):
-            raise ValueError(f"LoraConfig.alpha={self.alpha!r} is invalid; allowed: > 0")
+            raise ValueError(f"lora.alpha={self.alpha!r} is invalid; allowed: > 0")
         valid = (*GROUPS, *PROJECTIONS)
         bad = [t for t in self.targets if t not in valid]
         if bad or not self.targets:
             raise ValueError(
-                f"LoraConfig.targets={self.targets!r} is invalid; allowed: a non-empty tuple "
+                f"lora.targets={self.targets!r} is invalid; allowed: a non-empty tuple "
                 f"of {', '.join(valid)}"
             )
 
@@ -143,7 +143,7 @@ def init_adapters(base: dict, cfg: LoraConfig) -> dict:
     targets = _targets(base, cfg)
     if not targets:
         raise ValueError(
-            f"LoraConfig.targets={cfg.targets!r} match no projection of the model; its "
+            f"lora.targets={cfg.targets!r} match no projection of the model; its "
             f"projections are among {', '.join(PROJECTIONS)}"
         )
     key = jax.random.PRNGKey(cfg.seed)

@@ -116,10 +116,10 @@ def test_a_vmapped_population_over_one_unbatched_base_equals_each_member_alone()
 @pytest.mark.parametrize(
     "fields, message",
     [
-        (dict(rank=0), "LoraConfig.rank=0 is invalid; allowed: an int >= 1"),
-        (dict(rank=2.5), "LoraConfig.rank=2.5 is invalid"),
-        (dict(alpha=-1.0), "LoraConfig.alpha=-1.0 is invalid; allowed: > 0"),
-        (dict(targets=("attn",)), "LoraConfig.targets=('attn',) is invalid"),
+        (dict(rank=0), "lora.rank=0 is invalid; allowed: an int >= 1"),
+        (dict(rank=2.5), "lora.rank=2.5 is invalid"),
+        (dict(alpha=-1.0), "lora.alpha=-1.0 is invalid; allowed: > 0"),
+        (dict(targets=("attn",)), "lora.targets=('attn',) is invalid"),
     ],
 )
 def test_bad_configs_name_the_field(fields, message):
@@ -133,3 +133,22 @@ def test_targets_absent_from_the_model_fail_clearly():
     assert lora.from_fields({"rank": 0, "alpha": 1.0}) is None
     cfg = lora.from_fields({"rank": 4, "alpha": 8.0, "targets": "q, v"})
     assert cfg.targets == ("q", "v") and cfg.scale == 2.0
+
+
+def test_the_entry_point_refuses_bad_lora_fields_before_building_anything(tmp_path):
+    from configs import grpo as grpo_config
+    from rljax.train import lm_experiment
+
+    c = grpo_config.get_config("arithmetic,tiny")
+    c.data_dir = str(tmp_path / "never_built")
+    c.lora.rank, c.lora.alpha = 4, 0.0
+    with pytest.raises(ValueError, match=r"lora.alpha=0.0 is invalid; allowed: > 0"):
+        lm_experiment.validate(lm_experiment.from_config(c, str(tmp_path / "run")))
+    c.lora.alpha, c.lora.targets = 8.0, "attention,nope"
+    with pytest.raises(ValueError, match=r"lora.targets=\('attention', 'nope'\) is invalid"):
+        lm_experiment.validate(lm_experiment.from_config(c, str(tmp_path / "run")))
+    assert not (tmp_path / "never_built").exists()
+    c.lora.targets = "attention"
+    run = lm_experiment.from_config(c, str(tmp_path / "run"))
+    lm_experiment.validate(run)
+    assert dict(run.lora)["rank"] == 4
