@@ -11,7 +11,7 @@ import matplotlib
 import numpy as np
 
 from rljax import stats
-from rljax.lm import rollout
+from rljax.lm import lora, rollout
 from rljax.lm.data import spread
 from rljax.lm.tasks import TASKS
 
@@ -109,7 +109,10 @@ def evaluate_learners(run, agent_cfg, states, base_params, test, points, key):
     params = jax.device_get(states.params)
     learners = []
     for a in range(len(points) * run.num_seeds):
-        learners.append(evaluate(jax.tree.map(lambda x, a=a: x[a], params)))
+        own = jax.tree.map(lambda x, a=a: x[a], params)
+        if agent_cfg.lora is not None:  # LoRA: sampled merged, as exported
+            own = lora.merge(base_params, own, agent_cfg.lora)
+        learners.append(evaluate(own))
     return base, learners
 
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from rljax import checks
 from rljax.agents import grpo, learner
-from rljax.io import fingerprint, workdir_lock
-from rljax.lm import device_reward, presets, pretrained, report, selection, sft
+from rljax.io import base_reference, fingerprint, workdir_lock
+from rljax.lm import device_reward, lora, presets, pretrained, report, selection, sft
 from rljax.lm.data import completion_length, prompt_length, spread
 from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
@@ -86,6 +86,7 @@ class LMRunConfig:
     # SELF-style data curation: RL draws only from this fraction of its training problems, those
     # whose reference solution the SFT base finds least likely (0 = all problems).
     least_likely: float = 0.0
+    lora: tuple[tuple[str, object], ...] = ()  # rank, alpha, targets; (): full, unfingerprinted
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -126,6 +127,7 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         resume=config.resume,
         progress=config.progress,
         cpu_devices=cpu_devices,
+        lora=tuple(config.lora.items()) if config.lora.rank else (),
     )
 
 
@@ -246,6 +248,7 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         eval_levels=task.num_levels,
         num_levels=task.num_levels,
         eval_seed=run.seed,
+        lora=lora.from_fields(dict(run.lora)),
     )
 
 
@@ -341,11 +344,11 @@ def run(run_cfg: LMRunConfig):
 def train(run_cfg: LMRunConfig) -> Outcome:
     """Validates, builds, trains the population, evaluates and reports (results.md/json)."""
     points = validate(run_cfg)
-    config = dataclasses.asdict(run_cfg)
+    config = {k: v for k, v in dataclasses.asdict(run_cfg).items() if v or k != "lora"}
     start = fingerprint.resume_point(
         run_cfg.workdir,
         config,
-        mutable=RESUMABLE_FIELDS,
+        mutable=(*RESUMABLE_FIELDS, base_reference.FIELD),  # the base is checked once built
         num_updates=run_cfg.steps,
         resume=run_cfg.resume,
     )
@@ -356,6 +359,7 @@ def train(run_cfg: LMRunConfig) -> Outcome:
     t0 = time.perf_counter()
     agent_cfg, data, hparams, values, test, info = build(run_cfg, points)
     base_s = time.perf_counter() - t0
+    base_reference.record(config, run_cfg.workdir, data.base_params, resume=run_cfg.resume)
     print(
         f"base: {num_params(data.base_params):,} params, cached={info['cached']}, "
         f"{base_s:.0f} s ({info['path']})"
