@@ -318,14 +318,14 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     sys.path.insert(0, os.path.join(ROOT, "experiments"))
     import train as train_entry
 
-    from rljax import envs
-    from rljax.train import experiment, overrides, population
+    from rljax import cli, envs
+    from rljax.train import experiment, population
 
     path, arg = ALGOS[algo]["rljax"][0].split(":")
     spec = importlib.util.spec_from_file_location("config_file", os.path.join(ROOT, path))
     config_file = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(config_file)
-    config = overrides.apply(config_file.get_config(arg), dict(ALGOS[algo]["rljax"][1]))
+    config = cli.apply_overrides(config_file.get_config(arg), dict(ALGOS[algo]["rljax"][1]))
     config.num_seeds = seeds
     config.total_timesteps = steps or config.total_timesteps
     fraction = ALGOS[algo]["rejax"][1].get("exploration_fraction")

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from rljax.train import experiment, overrides
+from rljax import cli
+from rljax.train import experiment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,7 +25,7 @@ def test_rljax_side_matches_rejax_budget_and_validates(modules, algo):
     spec = importlib.util.spec_from_file_location(f"config_{algo}", os.path.join(ROOT, file))
     config_file = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(config_file)
-    config = overrides.apply(config_file.get_config(arg), dict(rljax_overrides))
+    config = cli.apply_overrides(config_file.get_config(arg), dict(rljax_overrides))
     assert name == algo and config.agent == algo
     assert config.env_name == rejax_config["env"]
     assert config.total_timesteps == rejax_config["total_timesteps"]
