@@ -111,6 +111,7 @@ def grpo_train(config: grpo.Config, bases, train: device_reward.ProblemTable, hp
 
     Returns (params `[N, ...]`, metrics {key: `[N, steps]`}).
     """
+    chunk = max(c for c in range(1, chunk + 1) if steps % c == 0)  # one compiled size
     n = jax.tree.leaves(bases)[0].shape[0]
     data_axes = grpo.TaskData(0, None, None)
     data = grpo.TaskData(bases, train, train)

@@ -72,7 +72,7 @@ class Budget:
     budgets: tuple[int, ...]  # the token budgets of the figure
 
 
-DEFAULT = Budget(64, 2, 128, 300, 32, 3000, 64, 16, 8, 8, 128, (32, 64, 128, 256))
+DEFAULT = Budget(64, 2, 128, 400, 32, 3000, 48, 16, 8, 8, 128, (32, 64, 128, 256))
 QUICK = Budget(32, 1, 64, 30, 8, 200, 8, 4, 2, 4, 8, (4, 8))
 
 
@@ -166,6 +166,7 @@ def run(args, budget: Budget) -> dict:
     t0 = time.perf_counter()
     bases, nll = _scratch.train_bases(sft_cfg, model_cfg, [encoded[a] for a in learners], args.seed)
     t_sft = time.perf_counter() - t0
+    print(f"[backtracking] {len(learners)} SFT bases in {t_sft:.0f} s", flush=True)
     key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 7)
     t1 = time.perf_counter()
     before = evaluate(bases, model_cfg, data["test"], key, budget)
@@ -180,6 +181,7 @@ def run(args, budget: Budget) -> dict:
         args.steps, args.seed,
     )  # fmt: skip
     t_rl = time.perf_counter() - t2
+    print(f"[backtracking] GRPO in {t_rl:.0f} s", flush=True)
     t3 = time.perf_counter()
     after = evaluate(params, model_cfg, data["test"], key, budget)
     t_eval += time.perf_counter() - t3
@@ -391,7 +393,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny model and budget (tests)")
     parser.add_argument("--seeds", type=int, default=3, help="learners per arm")
     parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    parser.add_argument("--steps", type=int, default=30, help="GRPO updates per learner")
+    parser.add_argument("--steps", type=int, default=24, help="GRPO updates per learner")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps = 2

@@ -10,11 +10,14 @@ meaningless names A-H; "BD:abcd=" asks for B(D(abcd)), answered by a trace that 
 function per step ("B:bcde=cdeb"). The atoms are split: A-E (source) are composed in training,
 F-H (target) are learned only alone, and their compositions are the held-out target task.
 
-Stage 1, SFT from scratch (one base per seed; 2 layers, d 64): every atom alone (level 1, all
-eight) and a smaller share of level-2 compositions of the source atoms, a share of the traces
-with one corrupted character (a sloppy base, as the testbed's). Stage 2, from each base, three
-arms on the same level-2 source-atom problems, with the same prompts per update and the same
-optimizer steps per update (2 epochs x 2 minibatches, AdamW lr 3e-4):
+Stage 1, SFT from scratch (2 layers, d 64): every atom alone (level 1, all eight) and a smaller
+share of level-2 compositions of the source atoms, a share of the traces with one corrupted
+character (a sloppy base, as the testbed's). One base per seed set (its seed is --seed), which
+the learners of every arm start from, as the testbed's learners share one base: the intervals
+cover the stage-2 seeds, and a second seed set (--seed=1000) redraws the data and the base.
+Stage 2, from the base, three arms on the same level-2 source-atom problems, with the same
+prompts per update and the same optimizer steps per update (2 epochs x 2 minibatches, AdamW
+lr 3e-4):
 
   RL    GRPO (`lite_ppo`), G samples per prompt, reward = the verifier;
   RFT   the same G samples, next-token loss on the correct ones only;
@@ -81,7 +84,7 @@ class Budget:
     eval_samples: int  # n per problem
 
 
-DEFAULT = Budget(64, 2, 128, 500, 2000, 700, 0.3, 1000, 16, 8, 48, 4)
+DEFAULT = Budget(64, 2, 128, 1500, 2000, 700, 0.2, 1000, 16, 8, 48, 4)
 QUICK = Budget(32, 1, 64, 40, 300, 100, 0.3, 100, 4, 4, 8, 2)
 
 
@@ -191,8 +194,10 @@ def run(args, budget: Budget) -> dict:
         warmup_steps=min(20, budget.sft_steps // 4), weight_decay=0.01, seed=args.seed,
     )  # fmt: skip
     t0 = time.perf_counter()
-    bases, nll = _scratch.train_bases(sft_cfg, model_cfg, [sft_set] * args.seeds, args.seed)
+    base, nll = _scratch.train_bases(sft_cfg, model_cfg, [sft_set], args.seed)
+    bases = jax.tree.map(lambda x: jnp.repeat(x, args.seeds, 0), base)  # every learner's start
     t_sft = time.perf_counter() - t0
+    print(f"[compose_fg] SFT base in {t_sft:.0f} s, final NLL {nll}", flush=True)
     rl_problems = data["rl"]
     scorer = device_reward.host_scorer(TASK, rl_problems, 0.0)
     config = _scratch.grpo_config(
@@ -212,8 +217,9 @@ def run(args, budget: Budget) -> dict:
             kind, config, bases, rl_table, refs, args.steps, args.seed
         )
     t_train = time.perf_counter() - t1
+    print(f"[compose_fg] stage 2 (RL, RFT, NTP) in {t_train:.0f} s", flush=True)
     t2 = time.perf_counter()
-    stacked = jax.tree.map(lambda *x: jnp.concatenate(x), bases, *(arms[a] for a in ARMS))
+    stacked = jax.tree.map(lambda *x: jnp.concatenate(x), base, *(arms[a] for a in ARMS))
     key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 7)
     passes = {}
     for name, problems in data["test"].items():
@@ -221,7 +227,10 @@ def run(args, budget: Budget) -> dict:
             stacked, model_cfg, TASK, problems, key, num_samples=budget.eval_samples,
             max_new_tokens=EVAL_LEN, prompt_len=PROMPT_LEN,
         )  # fmt: skip
-        passes[name] = correct.mean((1, 2)).reshape(1 + len(ARMS), args.seeds)
+        value = correct.mean((1, 2))  # [1 + arms x seeds]: the base, then every learner
+        passes[name] = np.concatenate(
+            [np.full((1, args.seeds), value[0]), value[1:].reshape(len(ARMS), args.seeds)]
+        )
     t_eval = time.perf_counter() - t2
     return {
         "data": data, "passes": passes, "curves": curves, "sft_nll": nll.tolist(),
@@ -310,7 +319,7 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
         f"Setup: {args.seeds} seeds from --seed={args.seed}; model {budget.n_layers} layers, d "
         f"{budget.d_model}; SFT {budget.sft_steps} steps on {budget.sft_level1} level-1 (all "
         f"atoms) + {budget.sft_level2} level-2 (source atoms) traces, {budget.noise:.0%} with one "
-        f"corrupted character (final NLL per seed {[round(v, 3) for v in out['sft_nll']]}); "
+        f"corrupted character (final NLL {[round(v, 3) for v in out['sft_nll']]}); "
         f"stage 2 {args.steps} updates x {budget.prompts} prompts (G={budget.group}) on "
         f"{budget.rl_problems} level-2 source problems.",
         f"Machine: {machine.describe()}. Wall clock {seconds:.0f} s (under load; SFT "

@@ -16,7 +16,8 @@ def test_compose_applies_right_to_left():
     assert compose.apply("DB", "abcd") == "cdeb"  # D(B(abcd)) = D(bcda)
     assert compose.apply("A", "abcd") == "dcba"
     assert compose.apply("FGH", "dcba") == "abcd"  # sort(swap12(swap34(dcba)))
-    assert compose.apply("E", "azby") == "zyax"
+    assert compose.apply("E", "ahbg") == "hgaf"  # a wraps to h
+    assert compose.apply("D", "hhab") == "aabc"
 
 
 def test_compose_trace_and_verifier():

@@ -1,9 +1,10 @@
 """f(g(x)) from f(x) and g(x): string functions with meaningless names, composed (#81).
 
-Eight atomic functions on 4-letter lowercase words carry meaningless one-letter names A-H; all
-keep the length. Level n composes n of them, applied right to left: "BD:abcd=" asks for
-B(D("abcd")). The reference completion reduces the composition one function per step, the way
-an arithmetic trace reduces one operation: each step drops the rightmost name and applies it,
+Eight atomic functions on 4-letter words over the letters a-h carry meaningless one-letter names
+A-H; all keep the length (the shifts wrap around within a-h). Level n composes n of them,
+applied right to left: "BD:abcd=" asks for B(D("abcd")). The reference completion reduces the
+composition one function per step, the way an arithmetic trace reduces one operation: each step
+drops the rightmost name and applies it,
 
     "ABD:abcd="  ->  "AB:bcde=A:cdeb=bedc"
 
@@ -17,8 +18,6 @@ alone (level 1) and never composed in training. `Problem.info` names the pool.
 
 from __future__ import annotations
 
-import string
-
 import numpy as np
 
 from rljax.lm.tasks.base import Problem, Task, Verdict
@@ -26,19 +25,19 @@ from rljax.lm.tasks.base import Problem, Task, Verdict
 NUM_LEVELS = 5
 WORD_LEN = 4
 SOURCE, TARGET = "ABCDE", "FGH"  # atoms composed in training / only in the held-out task
-_LOWER = string.ascii_lowercase
+ALPHABET = "abcdefgh"  # words are drawn from these letters
 
 
 def _shift(s: str, k: int) -> str:
-    return "".join(_LOWER[(_LOWER.index(c) + k) % 26] for c in s)
+    return "".join(ALPHABET[(ALPHABET.index(c) + k) % len(ALPHABET)] for c in s)
 
 
 ATOMS = {
     "A": lambda s: s[::-1],  # reverse
     "B": lambda s: s[1:] + s[:1],  # rotate left
     "C": lambda s: s[-1:] + s[:-1],  # rotate right
-    "D": lambda s: _shift(s, 1),  # caesar +1
-    "E": lambda s: _shift(s, -1),  # caesar -1
+    "D": lambda s: _shift(s, 1),  # caesar +1 (h -> a)
+    "E": lambda s: _shift(s, -1),  # caesar -1 (a -> h)
     "F": lambda s: "".join(sorted(s)),  # sort
     "G": lambda s: s[1] + s[0] + s[2:],  # swap the first two
     "H": lambda s: s[:-2] + s[-1] + s[-2],  # swap the last two
@@ -77,9 +76,9 @@ def make(names: str, word: str) -> Problem:
 
 
 def generate_from(rng: np.random.Generator, level: int, atoms: str) -> Problem:
-    """A random composition of `level` atoms drawn from `atoms`, on a random 4-letter word."""
+    """A random composition of `level` atoms drawn from `atoms`, on a random word over a-h."""
     names = "".join(str(a) for a in rng.choice(list(atoms), size=level))
-    word = "".join(str(c) for c in rng.choice(list(_LOWER), size=WORD_LEN))
+    word = "".join(str(c) for c in rng.choice(list(ALPHABET), size=WORD_LEN))
     return make(names, word)
 
 
@@ -101,9 +100,9 @@ def parse(prompt: str) -> tuple[str, str]:
 
 def verify(problem: Problem, text: str) -> Verdict:
     """Correct iff the final answer equals the composition's value; well formed iff it is a
-    4-letter lowercase word."""
+    4-letter word over a-h."""
     answer = final_answer(text)
-    well_formed = len(answer) == WORD_LEN and all(c in _LOWER for c in answer)
+    well_formed = len(answer) == WORD_LEN and all(c in ALPHABET for c in answer)
     names, word = parse(problem.prompt)
     return Verdict(correct=well_formed and answer == apply(names, word), well_formed=well_formed)
 
