@@ -84,7 +84,7 @@ class Budget:
     eval_samples: int  # n per problem
 
 
-DEFAULT = Budget(64, 2, 128, 1500, 2000, 700, 0.2, 1000, 16, 8, 48, 4)
+DEFAULT = Budget(64, 2, 128, 1200, 2000, 700, 0.2, 1000, 16, 8, 48, 4)
 QUICK = Budget(32, 1, 64, 40, 300, 100, 0.3, 100, 4, 4, 8, 2)
 
 
@@ -359,7 +359,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny model and budget (tests)")
     parser.add_argument("--seeds", type=int, default=3, help="learners (bases) per arm")
     parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    parser.add_argument("--steps", type=int, default=40, help="stage-2 updates per learner")
+    parser.add_argument("--steps", type=int, default=30, help="stage-2 updates per learner")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps = 2
