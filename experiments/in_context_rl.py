@@ -56,8 +56,8 @@ from rljax.agents import dpt  # noqa: E402
 BASELINES = ("thompson", "ucb1", "uniform")
 MARGIN_SHARE = 0.2  # DPT "matches" Thompson: regret at most 20% of Thompson's above it
 EDGE = 0.1  # share of pulls at each end of the horizon for the in-context learning claim
-DEFAULTS = {"seeds": 5, "updates": 3000, "eval_tasks": 500, "evals": 3}
-QUICK = {"seeds": 3, "updates": 60, "eval_tasks": 64, "evals": 1}
+DEFAULTS = {"seeds": 3, "updates": 1500, "eval_tasks": 400, "evals": 3}
+QUICK = {"seeds": 3, "updates": 40, "eval_tasks": 64, "evals": 1}
 CLAIMS = {
     "dpt_matches_thompson": (
         f"DPT's online regret matches Thompson sampling's (within {MARGIN_SHARE:.0%} of it)"
@@ -190,7 +190,7 @@ def parse_args(argv=None):
     p.add_argument("--eval-tasks", type=int, default=0, help="new tasks for the online test")
     p.add_argument("--evals", type=int, default=0, help="pretraining chunks (progress lines)")
     p.add_argument("--arms", type=int, default=5)
-    p.add_argument("--horizon", type=int, default=50)
+    p.add_argument("--horizon", type=int, default=30)
     p.add_argument("--seed", type=int, default=0, help="first seed of the set")
     p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
     p.add_argument("--workdir", default="runs/in_context_rl")

@@ -5,6 +5,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rljax import bandits
 
@@ -33,6 +34,7 @@ def test_counts_see_only_the_first_t_pulls():
     np.testing.assert_array_equal(s, [[0, 0, 1]])
 
 
+@pytest.mark.slow
 def test_ucb1_pulls_each_arm_first_then_stays_within_its_bound():
     means = jnp.tile(MEANS, (200, 1))
     pol = functools.partial(bandits.ucb1, num_arms=3)
@@ -43,6 +45,7 @@ def test_ucb1_pulls_each_arm_first_then_stays_within_its_bound():
     assert float(regret.sum(-1).mean()) < bound
 
 
+@pytest.mark.slow
 def test_thompson_beats_uniform_and_its_regret_flattens():
     means = jnp.tile(MEANS, (200, 1))
     ts = functools.partial(bandits.thompson, num_arms=3)
@@ -55,6 +58,7 @@ def test_thompson_beats_uniform_and_its_regret_flattens():
     assert r_ts[-20:].mean() < 0.2 * r_ts[:10].mean()
 
 
+@pytest.mark.slow
 def test_pretraining_data_does_not_leak_the_label():
     tokens, best, means = bandits.pretraining_batch(jax.random.PRNGKey(3), 8000, 5, 30)
     assert tokens.shape == (8000, 31, 12)

@@ -10,6 +10,7 @@ from rljax.agents import dpt
 CONFIG = dpt.Config(num_arms=3, horizon=12, d_model=16, num_heads=2, batch_size=16, lr=3e-3)
 
 
+@pytest.mark.slow
 def test_prediction_at_t_ignores_later_pulls():
     state = dpt.init(CONFIG, jax.random.PRNGKey(0))
     tokens, _, _ = bandits.pretraining_batch(jax.random.PRNGKey(1), 4, 3, 12)
