@@ -30,7 +30,9 @@ Not covered here: the dark room of the paper, its offline (fixed-dataset) settin
 meta-RL ablations (structure, memory, credit assignment).
 
 Writes results.md, results.json and regret.png (cumulative regret over pulls, mean and 95%
-interval over seeds) to --workdir; the wall time is in results.md and results.json.
+interval over seeds) to --workdir. Measured (2026-11-27, 2-core AMD EPYC shared with other jobs
+at a load average of 20-23): the default took 502 s wall (seeds 0-2). Results and their
+reading: docs/stitching_and_in_context_rl.md.
 """
 
 from rljax import cli, xla_flags

@@ -38,8 +38,10 @@ success, ``over_arms``). Each comparison's status by ``experiments/_verdicts.py`
 (``vs_zero``, ``matches_or_beats``); the verdict is ``_verdicts.overall`` of the three.
 
 Writes results.md, results.json, success_unseen.png (success on unseen pairs over updates, mean
-and 95% interval over seeds) and success_by_distance.png to --workdir. Measured wall time is in
-results.md (``seconds``) and in results/stitching/card.json.
+and 95% interval over seeds) and success_by_distance.png to --workdir. Measured (2026-11-27,
+2-core AMD EPYC shared with other jobs at a load average of 17-23): the default took 621 s
+(seeds 0-4) and 692 s (--seed=1000) wall; --quick 107 s wall with 31 s of CPU. Results and
+their reading: docs/stitching_and_in_context_rl.md.
 """
 
 from rljax import cli, xla_flags
