@@ -189,7 +189,7 @@ def train_size(args, size: str, mixed, train, test) -> dict:
         print(f"[{size}] update {done}: shares {np.mean(probes[-1]['shares'], 0).round(2)} "
               f"pass@1 easy {np.mean(probes[-1]['easy']):.3f}", flush=True)  # fmt: skip
     rl_s = time.perf_counter() - t1
-    n = 2 if args.quick else 8
+    n = 1 if args.quick else 8  # --quick: the probes' shapes, so nothing compiles again
     final_key = jax.random.fold_in(root, 10**6)
     base_eval = probe(sample, stacked, test, rows, n, final_key)
     final_eval = probe(sample, state.params, test, rows, n, final_key)
