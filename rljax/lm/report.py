@@ -113,6 +113,19 @@ def evaluate_learners(run, agent_cfg, states, base_params, test, points, key):
     return base, learners
 
 
+def timings(summary, base_s: float, eval_s: float, num_learners: int) -> dict:
+    """A run's times and size, as results.md lists them (`summary`: a `loop.Summary`)."""
+    return {
+        "base_seconds": round(base_s, 1),
+        "rl_compile_seconds": round(summary.compile_s, 1),
+        "rl_seconds": round(summary.run_s, 1),
+        "eval_seconds": round(eval_s, 1),
+        "num_learners": num_learners,
+        "rl_steps": summary.updates_done,
+        "interrupted": summary.interrupted,
+    }
+
+
 def write_report(run, points, values, base, learners, timings, workdir) -> str:
     """Per grid point over seeds: pass@1 / pass@n / gain with 95% intervals; plots; tables."""
     n = run.final_samples
