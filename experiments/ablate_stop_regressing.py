@@ -37,7 +37,7 @@ load average 9-12): the default's five CartPole programs took 1210 s (20.2 min) 
 ``--studies=losses,acrobot`` took 33.9 min (995 s of CPU time: the process got about half a
 core). Most of it is XLA compilation (~1-2 min per program on the loaded machine, ~5 s idle) and
 the HL-Gauss program's 48 agents. ``--quick``: ~25 s of CPU time (65 s wall at load 8).
-Results and their reading: docs/value_based.md.
+Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
 from rljax import cli, xla_flags

@@ -47,7 +47,7 @@ Measured time (2-core CPU shared with other jobs): the default,
 ``PYTHONPATH=. nice -n 10 python experiments/offline_data_quality.py``, took 799 s (13 min 19 s)
 wall clock at load average 5-6 (earlier runs: 807 s and 921 s at load 6-8); ``--quick`` 55 s
 wall at load 3-4. results.md repeats the wall time, load and command of the run that wrote it.
-Results and their reading: docs/value_based.md.
+Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
 from rljax import cli, xla_flags

@@ -12,7 +12,7 @@ use every core, rljax instead gives each core its own CPU device and shards the 
 seeds across them (``cpu_layout``), on a pool of one thread more than the devices
 (``pool_threads``: with one thread per device the 8-seed PPO program deadlocks): on the 2-core
 CPU, 8 PPO seeds train 1.6x and 8 DQN seeds 1.8x faster than on one default device.
-Numbers: ``scripts/bench_ppo.py``, ``scripts/bench_dqn.py``, README and docs/value_based.md.
+Numbers: ``scripts/bench_ppo.py``, ``scripts/bench_dqn.py``, README and docs/benchmarks.md.
 """
 
 import argparse

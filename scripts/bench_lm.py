@@ -1,6 +1,7 @@
 """Throughput of the small-LM stack: KV-cache sampling, RL steps and whole LM populations, MFU.
 
     python scripts/bench_lm.py [--sizes=1m,20m] [--reference]
+    python scripts/bench_lm.py --sizes=1m --family=qwen2 --reference  # a Qwen-layout model
     python scripts/bench_lm.py --population=1,4,8,16     # population tokens/s and MFU
     python scripts/bench_lm.py --vs_sequential=8         # 8 learners: one program vs 8 processes
     python scripts/bench_lm.py --breakdown=1,8           # where a step's time goes, per learner
@@ -10,8 +11,9 @@ end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: samp
 prompt, reward on device, GRPO epochs), and the model FLOPs utilization against the machine's
 nominal peak. `--population` times the default arithmetic learner vmapped over populations of
 the given sizes; `--vs_sequential` times whole `experiments/train_lm.py` runs. With
---reference it also times Hugging Face `generate` (static cache) on a matching GPT-NeoX
-architecture (RoPE, pre-norm, GELU MLP, sequential residual) and TRL's GRPOTrainer when torch,
+--reference it also times Hugging Face `generate` (static cache) on the matching transformers
+model (for the tiny family a GPT-NeoX of the same shape; for `--family=qwen2` or `llama` the
+same weights, exported and loaded by transformers) and TRL's GRPOTrainer when torch,
 transformers and trl are installed, and skips them cleanly otherwise. The reference is pinned to
 what rljax computes: float32 weights and arithmetic (TRL's default on a CPU without native
 bfloat16 is emulated bfloat16) and no recomputation (TRL's default is gradient checkpointing),
@@ -43,6 +45,26 @@ SIZES = {
     "1m": dict(d_model=160, n_layers=3, n_heads=4, d_ff=640),
     "20m": dict(d_model=512, n_layers=6, n_heads=8, d_ff=2048),
 }
+# --family: the tiny model (its reference a GPT-NeoX model of the same shape), or a family with a
+# Hugging Face layout, whose reference is the very same weights loaded by transformers. Qwen2 and
+# Llama use grouped-query attention with half as many key/value heads; Qwen ties the embeddings.
+FAMILIES = {
+    "tiny": {},
+    "qwen2": dict(family="qwen2", kv_ratio=2, tie_embeddings=True),
+    "llama": dict(family="llama", kv_ratio=2, tie_embeddings=False),
+}
+
+
+def model_config(name: str, family: str = "tiny") -> TransformerConfig:
+    """The benchmark's model of size ``name`` in ``family`` (max_len 64: prompt + answer)."""
+    extra = dict(FAMILIES[family])
+    kv_ratio = extra.pop("kv_ratio", 1)
+    size = SIZES[name]
+    if kv_ratio > 1:
+        extra["n_kv_heads"] = size["n_heads"] // kv_ratio
+    return TransformerConfig(max_len=64, **size, **extra)
+
+
 # Nominal dense fp32 peaks per device for MFU (FLOP/s). CPU: cores x GHz x 32 (AVX2, 2 FMA units).
 GPU_PEAKS = {"H200": 67e12, "H100": 67e12, "A100": 19.5e12}
 
@@ -117,10 +139,10 @@ def _step_flops(agent_cfg: grpo.Config, n_params: int, learners: int) -> tuple[f
     return learners * flops, learners * rows * seq
 
 
-def bench_size(name: str, repeats: int, peak: float) -> dict:
+def bench_size(name: str, repeats: int, peak: float, family: str = "tiny") -> dict:
     """Sampling alone, and one learner's whole RL step under one jit, for model size `name`."""
     answer_len = completion_length(TASKS["arithmetic"])
-    cfg = TransformerConfig(max_len=64, **SIZES[name])
+    cfg = model_config(name, family)
     agent_cfg, data, hp = _learner(cfg, prompts=16, group=8)
     params = data.base_params
     n = num_params(params)
@@ -162,6 +184,7 @@ def bench_size(name: str, repeats: int, peak: float) -> dict:
         "rl_steps_s": 1.0 / t_rl,
         "rl_mfu": flops / t_rl / peak,
         "params_tree": params,
+        "model_cfg": cfg,
     }
 
 
@@ -305,9 +328,9 @@ def bench_vs_sequential(learners: int, steps: int) -> None:
     )
 
 
-def bench_reference(name: str, repeats: int, threads: int) -> dict | None:
-    """HF `generate` with a static cache on a matching GPT-NeoX model (torch, CPU, float32,
-    ``threads`` torch threads)."""
+def bench_reference(name: str, repeats: int, threads: int, ours: dict) -> dict | None:
+    """HF `generate` with a static cache on the matching transformers model (``_hf_model``;
+    torch, CPU, float32, ``threads`` torch threads)."""
     try:
         import torch
         import transformers  # noqa: F401  (used by _hf_model)
@@ -315,7 +338,7 @@ def bench_reference(name: str, repeats: int, threads: int) -> dict | None:
         print(f"[{name}] reference skipped: torch/transformers are not installed")
         return None
     torch.set_num_threads(threads)
-    model = _hf_model(name).eval()
+    model = _hf_model(name, ours).eval()
     prompts = torch.ones((128, 9), dtype=torch.long)
     answer_len = completion_length(TASKS["arithmetic"])
 
@@ -334,10 +357,22 @@ def bench_reference(name: str, repeats: int, threads: int) -> dict | None:
     return {"size": name, "hf_sample_tok_s": prompts.shape[0] * answer_len / t}
 
 
-def _hf_model(name: str):
-    """A GPT-NeoX causal LM matching rljax's transformer of size ``name`` (torch, CPU)."""
+def _hf_model(name: str, ours: dict):
+    """The transformers model to compare with (torch, CPU, float32): for a family with a Hugging
+    Face layout, rljax's own weights written by `rljax.lm.hf.checkpoint.save` and loaded back by
+    transformers; for the tiny family a GPT-NeoX causal LM of the same shape (RoPE, pre-norm,
+    GELU MLP, sequential residual), randomly initialized."""
+    import tempfile
+
     import transformers
 
+    cfg = ours["model_cfg"]
+    if cfg.family != "tiny":
+        from rljax.lm.hf import checkpoint
+
+        with tempfile.TemporaryDirectory() as folder:
+            checkpoint.save(folder, ours["params_tree"], cfg)
+            return transformers.AutoModelForCausalLM.from_pretrained(folder, dtype="float32")
     s = SIZES[name]
     config = transformers.GPTNeoXConfig(
         vocab_size=tokenizer.VOCAB_SIZE,
@@ -405,7 +440,7 @@ def describe_settings(side: str, settings: dict) -> str:
     )
 
 
-def bench_trl(name: str, steps: int, threads: int) -> dict | None:
+def bench_trl(name: str, steps: int, threads: int, ours: dict) -> dict | None:
     """TRL's GRPOTrainer (no vLLM, CPU) on the same task, group size and batch as ``bench_size``,
     pinned to rljax's settings: float32 (``bf16=False``, ``fp16=False``, float32 weights), no
     gradient checkpointing, ``threads`` torch threads.
@@ -467,7 +502,7 @@ def bench_trl(name: str, steps: int, threads: int) -> dict | None:
         torch.set_num_threads(threads)
         # Passed as a saved path: TRL builds its KL reference model from the same path.
         model_dir = os.path.join(out, "model")
-        _hf_model(name).save_pretrained(model_dir)
+        _hf_model(name, ours).save_pretrained(model_dir)
         trainer = trl.GRPOTrainer(
             model=model_dir,
             reward_funcs=reward,
@@ -506,6 +541,7 @@ def main():
     cli.quiet_logs()
     parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1m,20m")
+    parser.add_argument("--family", default="tiny", help=f"one of {', '.join(FAMILIES)}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference", action="store_true", help="also time HF generate and TRL")
     parser.add_argument("--trl_steps", type=int, default=4, help="timed TRL steps (even)")
@@ -517,6 +553,7 @@ def main():
     args = parser.parse_args()
     for name in args.sizes.split(","):
         cli.check_choice("--sizes entry", name, SIZES)
+    cli.check_choice("--family", args.family, FAMILIES)
     cli.check_int("--repeats", args.repeats, low=1)
     cli.check_int("--trl_steps", args.trl_steps, low=2)
     if args.trl_steps % 2:
@@ -536,7 +573,7 @@ def main():
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")
     for name in args.sizes.split(","):
-        r = bench_size(name, args.repeats, peak)
+        r = bench_size(name, args.repeats, peak, args.family)
         print(
             f"| {r['size']} | {r['params']:,} | {r['sample_tok_s']:,.0f} | "
             f"{r['sample_mfu']:.2%} | {r['rl_step_s']:.3f} | {r['rl_tok_s']:,.0f} | "
@@ -545,14 +582,14 @@ def main():
         )
         if args.reference:
             threads = int(os.environ.get("PJRT_NPROC", xla_flags.available_cores()))
-            ref = bench_reference(name, args.repeats, threads)
+            ref = bench_reference(name, args.repeats, threads, r)
             if ref:
                 print(
                     f"[{name}] HF generate (static cache) tok/s: {ref['hf_sample_tok_s']:,.0f} "
                     f"-> rljax/HF = {r['sample_tok_s'] / ref['hf_sample_tok_s']:.2f}x",
                     flush=True,
                 )
-            trl_ref = bench_trl(name, args.trl_steps, threads)
+            trl_ref = bench_trl(name, args.trl_steps, threads, r)
             if trl_ref:
                 ours = rljax_settings(r["params_tree"], threads)
                 print(f"[{name}] {describe_settings('rljax', ours)}", flush=True)

@@ -35,16 +35,18 @@ def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
             continue
         with open(path) as f:
             card = json.load(f)
-        raw = None
-        raw_path = os.path.join(results_dir, study, "results.json")
-        if os.path.isfile(raw_path):
-            with open(raw_path) as f:
-                raw = json.load(f)
         for seed_set in card["seed_sets"]:
+            # Each seed set reads its own run's file (``results``; default results.json).
+            raw_name = seed_set.get("results", "results.json")
+            raw_path = os.path.join(results_dir, study, raw_name)
+            raw = None
+            if os.path.isfile(raw_path):
+                with open(raw_path) as f:
+                    raw = json.load(f)
             for name, fig in seed_set["figures"].items():
                 if "path" in fig:
                     if raw is None:
-                        raise ValueError(f"{study}: figure {name!r} has a path but no results.json")
+                        raise ValueError(f"{study}: figure {name!r} has a path but no {raw_name}")
                     fig.update(_resolve(raw, fig["path"], f"{study}: {name}"))
         cards[study] = card
     return dict(sorted(cards.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
@@ -93,8 +95,10 @@ def _when(seed_set: dict) -> str:
     return f"{seed_set['date']}, `{seed_set['commit']}`, {seed_set['machine']}"
 
 
-def readme_table(cards: dict) -> str:
-    """One row per benchmark and study: headline figures per seed set, verdict, provenance."""
+def readme_table(cards: dict, page_dir: str = "") -> str:
+    """One row per benchmark and study: headline figures per seed set, verdict, provenance.
+
+    Links are written relative to ``page_dir`` (the folder of the page the table goes into)."""
     lines = [
         "| what | headline figure (95% CI over seeds) | verdict | measured |",
         "|---|---|---|---|",
@@ -108,10 +112,17 @@ def readme_table(cards: dict) -> str:
             figs.append(prefix + "; ".join(parts))
             if _when(s) not in whens:
                 whens.append(_when(s))
-        link = f"[{card['short']}]({card['doc']})"
+        link = f"[{card['short']}]({_relative(card['doc'], page_dir)})"
         verdict = card["verdict"]
         lines.append(f"| {link} | {'<br>'.join(figs)} | {verdict} | {'<br>'.join(whens)} |")
     return "\n".join(lines)
+
+
+def _relative(target: str, page_dir: str) -> str:
+    """A repository-relative link (``docs/lm.md#results``) as seen from a page in ``page_dir``."""
+    path, _, anchor = target.partition("#")
+    rel = os.path.relpath(path, page_dir or ".") if path else ""
+    return rel + (f"#{anchor}" if anchor else "")
 
 
 def _headline(card: dict) -> list[tuple[str, str]]:
@@ -190,7 +201,7 @@ def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]
         "docs/reproductions.md": {"summary": summary_table(cards, "reproduction")},
         "docs/benchmarks.md": {
             "summary": readme_table(
-                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"}
+                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"}, "docs"
             )
         },  # fmt: skip
     }

@@ -30,14 +30,19 @@ LM_FSDP: sharding.Rules = (
 
 # FSDP plus Megatron-style tensor parallelism (Shoeybi et al. 2019): attention split by heads,
 # the MLP by its hidden units, each matrix's other dimension over ``fsdp``. Shapes of
-# rljax.lm.model: qkv [D, 3, H, Dh], out [H, Dh, D], mlp_in [D, F], mlp_out [F, D],
-# embedding [V, D], head [D, V]. Needs H and F divisible by the ``tensor`` size.
+# rljax.lm.model: the tiny family's qkv [D, 3, H, Dh] and mlp_in [D, F] / mlp_out [F, D]; the
+# Llama / Qwen families' q [D, H, Dh], k and v [D, Hkv, Dh] (+ biases [H, Dh] for Qwen2), gate
+# and up [D, F], down [F, D]; out [H, Dh, D], embedding [V, D], head [D, V] for all. Needs H,
+# Hkv and F divisible by the ``tensor`` size. Norm scales (Qwen3's per-head q/k norms included)
+# are replicated.
 LM_FSDP_TENSOR: sharding.Rules = (
     (r"(^|/)qkv/kernel$", ("fsdp", None, "tensor", None)),
+    (r"(^|/)(q|k|v)/kernel$", ("fsdp", "tensor", None)),
+    (r"(^|/)(q|k|v)/bias$", ("tensor", None)),
     (r"(^|/)out/kernel$", ("tensor", None, "fsdp")),
-    (r"(^|/)mlp_in/kernel$", ("fsdp", "tensor")),
+    (r"(^|/)(mlp_in|gate|up)/kernel$", ("fsdp", "tensor")),
     (r"(^|/)mlp_in/bias$", ("tensor",)),
-    (r"(^|/)mlp_out/kernel$", ("tensor", "fsdp")),
+    (r"(^|/)(mlp_out|down)/kernel$", ("tensor", "fsdp")),
     (r"(^|/)embedding$", (None, "fsdp")),
     (r"(^|/)head/kernel$", ("fsdp", None)),
     (r".*", ()),
