@@ -247,18 +247,27 @@ def main(argv=None):
     cli.quiet_logs()
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
     repro.add_flags(parser, "runs/scalerl_curves", seeds=3, steps=60)
+    parser.add_argument("--eval_every", type=int, default=EVERY, help="updates per evaluation")
     args = parser.parse_args(argv)
     repro.check_flags(parser, args)
     if args.quick:  # enough evaluations for a fit (one per update)
-        args.steps = 8
-    elif args.steps < 8 * EVERY:
-        parser.error(f"--steps={args.steps} is invalid; allowed: an integer >= {8 * EVERY}")
+        args.steps, args.eval_every = 8, 1
+    if args.eval_every < 1 or args.steps % args.eval_every:
+        parser.error(
+            f"--steps={args.steps} with --eval_every={args.eval_every} is invalid; allowed: "
+            "--eval_every >= 1 dividing --steps"
+        )
+    if args.steps < 8 * args.eval_every:
+        parser.error(
+            f"--steps={args.steps} is invalid; allowed: an integer >= 8 x --eval_every "
+            f"({8 * args.eval_every}), for 8 evaluations"
+        )
     start = time.perf_counter()
     check = synthetic_check(args.seed)
     if not check["holds"]:
         raise RuntimeError(f"the fitter does not recover known curves: {check['curves']}")
     arms = {label: {**CENTRE, **r} for label, r in RECIPES.items()}
-    result = repro.train(args, [repro.Population("recipes", arms)], chunk_steps=EVERY,
+    result = repro.train(args, [repro.Population("recipes", arms)], chunk_steps=args.eval_every,
                          final_samples=4, final_problems=200)  # fmt: skip
     analysis = analyse(result["arms"], result["updates"], args.seed)
     decided, claim_lines = verdicts(analysis)
@@ -298,7 +307,7 @@ def main(argv=None):
         "asymptote A; CISPO reaches a higher A; fits at small compute predict larger compute.",
         headline="pass@1", metric="held-out pass@1", context=context,
         extra={"fits": fits, "ranking": analysis["ranking"], "synthetic_check": check,
-               "early_fraction": EARLY, "eval_every": EVERY},
+               "early_fraction": EARLY, "eval_every": args.eval_every},
     )  # fmt: skip
     plots(result["arms"], analysis, result["updates"], args.workdir)
     print(text)
