@@ -86,10 +86,11 @@ def synthetic_check(seed: int) -> dict:
     return {"holds": bool(holds), "tolerance": TOLERANCE, "curves": rows}
 
 
-def curves(arm: dict, updates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(compute [N] seed-mean cumulative generated tokens, pass rate [S, N]) at the evaluations."""
+def curves(arm: dict, updates: np.ndarray, every: int) -> tuple[np.ndarray, np.ndarray]:
+    """(compute [N] seed-mean cumulative generated tokens, pass rate [S, N]) at the evaluations
+    (the updates that end a chunk: the logged pass rate is carried forward between them)."""
     tokens = np.cumsum(arm["curves"]["tokens/generated"], axis=1)  # [S, U]
-    at = np.flatnonzero(np.all(np.isfinite(arm["curves"]["pass@1/mean"]), axis=0))
+    at = repro.chunk_ends(updates, every)
     return tokens[:, at].mean(0), arm["curves"]["pass@1/mean"][:, at]
 
 
@@ -100,12 +101,12 @@ def kendall(x, y) -> float:
     return float(np.mean(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])))
 
 
-def analyse(arms: dict, updates: np.ndarray, seed: int) -> dict:
+def analyse(arms: dict, updates: np.ndarray, seed: int, every: int) -> dict:
     """Fits per recipe (full window and first half), rankings, and their bootstrap intervals."""
     rng = np.random.default_rng(seed)
     out, boot_half, boot_end, boot_mid = {}, [], [], []
     for label, arm in arms.items():
-        c, r = curves(arm, updates)
+        c, r = curves(arm, updates, every)
         r0 = float(arm["base"]["pass@1"])
         start = c[0] + EARLY * (c[-1] - c[0]) if len(c) > 1 else c[0]
         keep = c >= start
@@ -207,12 +208,12 @@ def _ci(c: dict) -> str:
     return f"[{lo:+.3f}, {hi:+.3f}]"
 
 
-def plots(arms: dict, analysis: dict, updates: np.ndarray, workdir: str) -> None:
+def plots(arms: dict, analysis: dict, updates: np.ndarray, workdir: str, every: int) -> None:
     first = next(iter(analysis["recipes"].values()))
     x = np.asarray(first["compute"])
     bands = {}
     for label, arm in arms.items():
-        c, r = curves(arm, updates)
+        c, r = curves(arm, updates, every)
         bands[label] = np.stack([np.interp(x, c, row) for row in r])  # on one compute axis
     stats.plot_bands(
         x, bands, os.path.join(workdir, "curves.png"),
@@ -269,7 +270,7 @@ def main(argv=None):
     arms = {label: {**CENTRE, **r} for label, r in RECIPES.items()}
     result = repro.train(args, [repro.Population("recipes", arms)], chunk_steps=args.eval_every,
                          final_samples=4, final_problems=200)  # fmt: skip
-    analysis = analyse(result["arms"], result["updates"], args.seed)
+    analysis = analyse(result["arms"], result["updates"], args.seed, args.eval_every)
     decided, claim_lines = verdicts(analysis)
     rows = repro.summaries(result["arms"], {
         "pass@1": lambda a: repro.final(a, "pass@1"),
@@ -309,7 +310,7 @@ def main(argv=None):
         extra={"fits": fits, "ranking": analysis["ranking"], "synthetic_check": check,
                "early_fraction": EARLY, "eval_every": args.eval_every},
     )  # fmt: skip
-    plots(result["arms"], analysis, result["updates"], args.workdir)
+    plots(result["arms"], analysis, result["updates"], args.workdir, args.eval_every)
     print(text)
     return args.workdir
 
