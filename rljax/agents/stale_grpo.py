@@ -149,7 +149,8 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
 
     def behaviour(batch):
         seqs = (batch.prompt_tokens, batch.prompt_mask, batch.tokens, batch.completion_mask)
-        mu_logp, _, _ = completion_token_stats(sampler, cfg.model, *seqs, cfg.group_size)
+        mu_params = grpo.policy(cfg, data, sampler)  # with LoRA: the base + the adapters
+        mu_logp, _, _ = completion_token_stats(mu_params, cfg.model, *seqs, cfg.group_size)
         return correct(state.hparams, batch, mu_logp)
 
     inner, metrics = grpo.step(cfg, data, state.inner, sampler=sampler, behaviour=behaviour)
