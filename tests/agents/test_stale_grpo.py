@@ -27,7 +27,9 @@ def _batch(old_logp, mu_shape):
 
 def _hp(correction, lag=0, cap=2.0):
     preset = "cispo" if correction == "cispo" else "lite_ppo"
-    return stale_grpo.make_hparams(presets.resolve(preset), lag, correction, cap)
+    # The random reward makes rewards vary within groups of a random-init model (a gradient).
+    values = presets.resolve(preset, reward="random")
+    return stale_grpo.make_hparams(values, lag, correction, cap)
 
 
 def test_corrections_weigh_tokens_by_the_capped_or_masked_ratio():
