@@ -120,6 +120,8 @@ def make_hparams(values: dict) -> Hparams:
     )
 
 
+zero_advantage_share = groups.zero_advantage_share  # a step metric (tests import it here)
+
 # The float fields' ranges (the choice codes are checked by name in rljax.lm.presets.check).
 HPARAM_RULES = presets.HPARAM_RULES
 
@@ -214,10 +216,10 @@ def _choice(hp: Hparams) -> objective.Choice:
     return objective.Choice(**{f: getattr(hp, f) for f in objective.Choice._fields})
 
 
-def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample):
-    """The step's B kept groups (`rljax.lm.groups.draw`)."""
+def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample, params=None):
+    """The step's B kept groups (`rljax.lm.groups.draw`), sampled with `params` (None: own)."""
     hp, bandit = state.hparams, state.curriculum
-    params = policy(config, data, state.params)
+    params = policy(config, data, state.params if params is None else params)
     return groups.draw(config, data.train, params, hp, bandit, key_prompts, key_sample)
 
 
@@ -278,12 +280,18 @@ def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norm
 
 def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[str, jax.Array]]:
     """One RLVR step: sample, score, advantages, epochs × minibatches of AdamW. Metrics: scalars."""
+    return step(config, data, state)
+
+
+def step(config: Config, data: TaskData, state: State, sampler=None, behaviour=None):
+    """`update`, sampled with `sampler` (None: the learner's own parameters) and with
+    `behaviour(batch) -> (batch, metrics)` applied before training (`rljax.agents.stale_grpo`)."""
     hp, choice = state.hparams, _choice(state.hparams)
     B, G = config.prompts_per_step, config.group_size
     k_prompts, k_sample, k_ref, k_order = jax.random.split(
         jax.random.fold_in(state.key, state.step), 4
     )
-    ro = _rollout(config, data, state, k_prompts, k_sample)
+    ro = _rollout(config, data, state, k_prompts, k_sample, sampler)
     seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
     current = policy(config, data, state.params)
     old_logp, _, old_mean_log_probs = completion_token_stats(current, config.model, *seqs, G)
@@ -298,6 +306,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         *seqs, ro.mask, old_logp, old_mean_log_probs, ref_logp, adv.reshape(-1), ro.correct,
         jnp.repeat(rate, G),
     )  # fmt: skip
+    batch, extra = (batch, {}) if behaviour is None else behaviour(batch)
     refs, R = None, config.reference_samples
     if R:  # the base's own samples, for forward KL / JS
         rows = jnp.repeat(ro.problem, R)
@@ -351,6 +360,7 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
             "groups/zero_adv_frac": zero_advantage_share(batch.adv.reshape(-1, G), ro.group_valid),
             "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
             "tokens/generated": ro.generated,
+            **extra,
         }
     )
     bandit = state.curriculum
@@ -363,17 +373,6 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
             metrics[f"curriculum/value{k + 1}"] = bandit.value[k]
     new_state = State(params, opt_state, state.key, state.step + 1, hp, bandit)
     return new_state, metrics
-
-
-def zero_advantage_share(adv: jax.Array, group_valid: jax.Array) -> jax.Array:
-    """Share of the trained groups whose advantages are all zero: they give no policy gradient.
-
-    Args:
-      adv: `[B, G]` advantages.
-      group_valid: `[B]` 1 for a trained group (dynamic sampling drops the others).
-    """
-    zero = jnp.all(jnp.abs(adv) < 1e-6, axis=1)
-    return jnp.sum(zero * group_valid) / jnp.maximum(jnp.sum(group_valid), 1)
 
 
 def _eval_correct(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:

@@ -157,3 +157,14 @@ class RefSamples(NamedTuple):
     tokens: jax.Array  # [B × R, A]
     completion_mask: jax.Array
     seq_logp: jax.Array  # [B × R] sequence log-prob under the base
+
+
+def zero_advantage_share(adv: jax.Array, group_valid: jax.Array) -> jax.Array:
+    """Share of the trained groups whose advantages are all zero: they give no policy gradient.
+
+    Args:
+      adv: `[B, G]` advantages.
+      group_valid: `[B]` 1 for a trained group (dynamic sampling drops the others).
+    """
+    zero = jnp.all(jnp.abs(adv) < 1e-6, axis=1)
+    return jnp.sum(zero * group_valid) / jnp.maximum(jnp.sum(group_valid), 1)

@@ -6,12 +6,12 @@ import inspect
 import pytest
 
 from rljax import agents
-from rljax.agents import dqn, grpo, mpo, offline, ppo, ppo_rnn, pqn, sac, sqirl, td3
+from rljax.agents import dqn, grpo, mpo, offline, ppo, ppo_rnn, pqn, sac, sqirl, stale_grpo, td3
 
 
 @pytest.mark.parametrize(
     "module",
-    [ppo, ppo_rnn, dqn, pqn, sqirl, sac, td3, mpo, grpo, offline],
+    [ppo, ppo_rnn, dqn, pqn, sqirl, sac, td3, mpo, grpo, stale_grpo, offline],
     ids=lambda m: m.__name__,
 )
 def test_learner_modules_have_every_member_of_the_contract(module):

@@ -1,0 +1,280 @@
+"""Staleness: how many updates of sampler/learner lag RLVR tolerates, and which correction repairs
+it, as one population on the RLVR testbed (issue 31, item 7).
+
+    PYTHONPATH=. python experiments/staleness.py --workdir runs/staleness
+    PYTHONPATH=. python experiments/staleness.py --workdir /tmp/stale --quick
+
+Update t trains on completions sampled by the parameters of update t − k (`rljax.agents.
+stale_grpo`: a ring of parameter snapshots inside the one compiled step, no threads; the first k
+batches come from the initial policy), with one of four corrections of the mismatch between the
+sampler μ and the learner's π_prox: none (PPO's ratio against π_prox, the lag ignored), truncated
+IS (weight min(π_prox/μ, C)), masked IS (weight π_prox/μ, 0 where it exceeds C), C = 2 (ours),
+and CISPO (its clipped, stopped ratio taken against μ; ε_high 0.28, the preset's).
+
+Design (a fraction of the 5 × 4 grid, stated): no correction at k ∈ {0, 1, 2, 4, 8}; TIS and MIS
+at k ∈ {4, 8} (at k = 0 their weights are exactly 1: they are the uncorrected learner); CISPO at
+k ∈ {0, 4, 8} (``--design=claims``: only the six cells the claims compare, none at k ∈ {0, 8},
+TIS and MIS at 8, CISPO at {0, 8}). Every other field is Lite PPO's (group mean / batch std
+advantages, token-level mean, 2 epochs × 2 minibatches, lr 3e-4, no KL) on
+`configs/grpo.py:arithmetic,fast` (levels 1-2, 16 prompts × 8 samples per update). Metric:
+held-out pass@1 gain over the SFT base (200 problems × 4 samples, host verifiers) per cell, 95%
+intervals over seeds.
+
+Claims (from the asynchronous-RL literature: PipelineRL, AReaL, the TIS/MIS notes, ScaleRL's
+8-step off-policy CISPO; none gives a number at this scale), each decided by a stated rule:
+1. uncorrected staleness costs accuracy: gain(none, k=8) < gain(none, k=0) (interval of the
+   difference below 0);
+2. importance-sampling corrections repair it: gain(TIS or MIS, k=8) > gain(none, k=8), for each
+   (`_verdicts.over_arms` over the two);
+3. CISPO tolerates 8 updates of lag: gain(CISPO, 8) matches or beats gain(CISPO, 0) within 0.02
+   (`_verdicts.matches_or_beats`).
+The invariant is checked on every run from the logged metrics: at update t every learner's
+sampler has the norm its own parameters had before update max(t − k, 0), and its lag is
+min(t, k) (`lag_invariant` in results.json; the run fails if it does not hold).
+
+Writes results.md, results.json, gain_vs_lag.png and curves.png.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import _lm_repro as repro  # noqa: E402
+import _verdicts  # noqa: E402
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rljax import stats  # noqa: E402
+from rljax.agents import learner, stale_grpo  # noqa: E402
+from rljax.lm import presets, report  # noqa: E402
+from rljax.train import lm_experiment, population  # noqa: E402
+
+IS_CAP = 2.0  # C of TIS and MIS (ours)
+LITE = {"policy_loss": "ppo_clip", "eps_low": 0.2, "eps_high": 0.2}
+CISPO = {k: presets.PRESETS["cispo"][k] for k in LITE}
+DEFAULT = {
+    "none": (0, 1, 2, 4, 8),
+    "tis": (4, 8),
+    "mis": (4, 8),
+    "cispo": (0, 4, 8),
+}
+CLAIMS = {"none": (0, 8), "tis": (8,), "mis": (8,), "cispo": (0, 8)}  # only what the claims read
+QUICK = {"none": (0, 2), "tis": (2,), "mis": (2,), "cispo": (0, 2)}
+STALE_KEYS = ("stale/lag", "stale/sampler_norm", "stale/params_norm", "stale/abs_log_ratio",
+              "stale/over_cap")  # fmt: skip
+
+
+def cells(quick: bool, design: str = "full") -> dict[str, tuple[str, int]]:
+    """{label: (correction, k)} of the design (`--design`: full or claims)."""
+    grid = QUICK if quick else CLAIMS if design == "claims" else DEFAULT
+    return {f"{c} k={k}": (c, k) for c, ks in grid.items() for k in ks}
+
+
+def train(args, design: dict) -> dict:
+    """Trains the one population; returns `_lm_repro.train`'s result layout plus stale curves."""
+    arms = {label: CISPO if c == "cispo" else LITE for label, (c, _) in design.items()}
+    pop = repro.Population("stale", arms)
+    run = repro.testbed(args, pop, chunk_steps=20, final_samples=4, final_problems=200)
+    points = lm_experiment.validate(run)
+    t0, c0 = time.perf_counter(), time.process_time()
+    agent_cfg, data, _, values, test, _ = lm_experiment.build(run, points)
+    lags = [k for _, k in design.values()]
+    config = stale_grpo.Config(agent_cfg, max_lag=max(lags))
+    stale_grpo.validate(config)
+    hparams = [
+        stale_grpo.make_hparams(v, k, c, IS_CAP)
+        for v, (c, k) in zip(values, design.values(), strict=True)
+    ]
+    spec = population.Spec(
+        learner=stale_grpo, config=config, env=data,
+        hparams=jax.tree.map(lambda *x: np.stack(x), *hparams),
+        num_updates=run.steps, chunk_updates=run.chunk_steps, num_seeds=run.num_seeds,
+        seed=run.seed, grid=tuple({"cell": label} for label in design), env_as_argument=True,
+    )  # fmt: skip
+    fingerprint = {**dataclasses.asdict(run), "cells": list(design), "is_cap": IS_CAP}
+    result = population.run(
+        spec, workdir=run.workdir, title="stale RLVR", checkpoint_every=run.checkpoint_every,
+        resume=False, progress=run.progress, fingerprint=fingerprint, **lm_experiment.LOOP_OPTIONS,
+    )  # fmt: skip
+    key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)
+    base, learners = report.evaluate_learners(
+        run, agent_cfg, result.states, data.base_params, test, points, key
+    )
+    updates, curves = repro.read_curves(run.workdir, len(design), args.seeds)
+    stale = read_stale(run.workdir, len(design), args.seeds)
+    out = {}
+    for g, label in enumerate(design):
+        out[label] = {
+            "learners": learners[g * args.seeds : (g + 1) * args.seeds],
+            "curves": {
+                **{k: v[g] for k, v in curves.items()},
+                **{k: v[g] for k, v in stale.items()},
+            },
+            "base": base,
+        }
+    seconds = {"stale": round(time.perf_counter() - t0, 1)}
+    return {"arms": out, "updates": updates, "seconds": seconds,
+            "cpu_seconds": {"stale": round(time.process_time() - c0, 1)}}  # fmt: skip
+
+
+def read_stale(workdir: str, num_points: int, num_seeds: int) -> dict:
+    """The stale learner's own metrics from metrics.jsonl: {key: [G, S, U]} (update order)."""
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    updates = sorted({r["update"] for r in rows})
+    index = {u: i for i, u in enumerate(updates)}
+    out = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in STALE_KEYS}
+    for r in rows:
+        for k in STALE_KEYS:
+            if r.get(k) is not None:
+                out[k][r["grid"], r["seed"], index[r["update"]]] = r[k]
+    return out
+
+
+def lag_invariant(arms: dict, design: dict) -> dict:
+    """At update t (0-based) the lag is min(t, k) and the sampler's norm is the norm the learner's
+    own parameters had before update max(t − k, 0); checked for every learner and update."""
+    checked, bad = 0, []
+    for label, (_, k) in design.items():
+        c = arms[label]["curves"]
+        lag, sampler, own = c["stale/lag"], c["stale/sampler_norm"], c["stale/params_norm"]
+        steps = lag.shape[1]
+        t = np.arange(steps)
+        if not np.array_equal(lag, np.broadcast_to(np.minimum(t, k), lag.shape)):
+            bad.append(f"{label}: lag {lag[0].tolist()}")
+        source = np.maximum(t - k, 0)
+        if not np.allclose(sampler, own[:, source], rtol=1e-6, atol=0):
+            bad.append(f"{label}: sampler norm is not the norm of update t - k")
+        if k > 0 and steps > k and np.allclose(own[:, k], own[:, 0]):
+            bad.append(f"{label}: the parameters did not move, the check is vacuous")
+        checked += lag.size
+    return {"holds": not bad, "checked_updates": checked, "failures": bad}
+
+
+def verdicts(arms: dict, design: dict, quick: bool) -> tuple[dict, list[str]]:
+    top = max(k for _, k in design.values())
+    g = {label: repro.gains(a) for label, a in arms.items()}
+    comparisons = {
+        f"none k={top} vs none k=0": repro.effect(g[f"none k={top}"], g["none k=0"]),
+        **{
+            f"{c} k={top} vs none k={top}": repro.effect(g[f"{c} k={top}"], g[f"none k={top}"])
+            for c in ("tis", "mis")
+        },
+        f"cispo k={top} vs cispo k=0": repro.effect(g[f"cispo k={top}"], g["cispo k=0"]),
+    }
+    d1 = comparisons[f"none k={top} vs none k=0"]
+    v1 = _verdicts.vs_zero(d1["diff_ci"], higher_is_claimed=False)
+    why1 = f"gain(none, k={top}) − gain(none, k=0) = {d1['diff']:+.3f} {_ci(d1)}"
+    each = {c: _verdicts.vs_zero(comparisons[f"{c} k={top} vs none k={top}"]["diff_ci"])
+            for c in ("tis", "mis")}  # fmt: skip
+    v2 = _verdicts.over_arms(each.values())
+    fixes = {c: comparisons[f"{c} k={top} vs none k={top}"] for c in each}
+    why2 = "; ".join(
+        f"{c.upper()} − none at k={top} = {fixes[c]['diff']:+.3f} {_ci(fixes[c])} ({s})"
+        for c, s in each.items()
+    )
+    d3 = comparisons[f"cispo k={top} vs cispo k=0"]
+    v3 = _verdicts.matches_or_beats(d3["diff_ci"], margin=0.02)
+    why3 = f"gain(CISPO, k={top}) − gain(CISPO, k=0) = {d3['diff']:+.3f} {_ci(d3)}, margin 0.02"
+    claims = {
+        f"uncorrected staleness (k={top}) lowers the gain": (v1, why1),
+        f"TIS and MIS repair k={top} (each beats no correction)": (v2, why2),
+        f"CISPO tolerates k={top} (matches its k=0 within 0.02)": (v3, why3),
+    }
+    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
+    return {"claims": claims, "comparisons": comparisons}, lines
+
+
+def _ci(c: dict) -> str:
+    lo, hi = c["diff_ci"]
+    return f"[{lo:+.3f}, {hi:+.3f}]"
+
+
+def plots(result: dict, design: dict, workdir: str) -> None:
+    arms = result["arms"]
+    lags = sorted({k for _, k in design.values()})
+    curves = {}
+    for correction in ("none", "tis", "mis", "cispo"):
+        mine = [k for k in lags if f"{correction} k={k}" in arms]
+        if len(mine) < 2:
+            continue
+        # x: the design's lags; a lag this correction does not run is NaN (a gap in its band)
+        per_seed = np.full((len(arms[f"{correction} k={mine[0]}"]["learners"]), len(lags)), np.nan)
+        for i, k in enumerate(lags):
+            if k in mine:
+                per_seed[:, i] = repro.gains(arms[f"{correction} k={k}"])
+        curves[correction] = per_seed
+    stats.plot_bands(
+        np.asarray(lags, float), curves, os.path.join(workdir, "gain_vs_lag.png"),
+        title="Staleness: held-out pass@1 gain vs sampler lag k", xlabel="lag k (updates)",
+        ylabel="pass@1 gain over the SFT base",
+    )  # fmt: skip
+    top = max(lags)
+    chosen = {k: a for k, a in arms.items() if k in ("none k=0", f"none k={top}", f"tis k={top}",
+              f"mis k={top}", f"cispo k={top}")}  # fmt: skip
+    repro.plot_curve(
+        chosen, result["updates"], "correct/mean", os.path.join(workdir, "curves.png"),
+        title="Staleness: training pass rate", ylabel="pass rate of the trained batch",
+    )  # fmt: skip
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    repro.add_flags(parser, "runs/staleness", seeds=3, steps=40)
+    parser.add_argument(
+        "--design", choices=("full", "claims"), default="full",
+        help="full: the 12 cells of the docstring; claims: only the 6 the claims compare",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    repro.check_flags(parser, args)
+    if args.quick:  # enough updates for the lag to show (k = 2)
+        args.steps = 6
+    start = time.perf_counter()
+    design = cells(args.quick, args.design)
+    if args.steps <= max(k for _, k in design.values()):
+        parser.error(f"--steps={args.steps} is invalid; allowed: an integer > the largest lag")
+    result = train(args, design)
+    arms = result["arms"]
+    invariant = lag_invariant(arms, design)
+    if not invariant["holds"]:
+        raise RuntimeError(f"the lag invariant fails: {invariant['failures']}")
+    rows = repro.summaries(
+        arms,
+        {
+            "gain": repro.gains,
+            "pass@1": lambda a: repro.final(a, "pass@1"),
+            "|log π_prox/μ|": lambda a: repro.late(a, "stale/abs_log_ratio", fraction=1.0),
+            "share over C": lambda a: repro.late(a, "stale/over_cap", fraction=1.0),
+            "entropy": lambda a: repro.late(a, "entropy"),
+        },
+    )
+    decided, claim_lines = verdicts(arms, design, args.quick)
+    base = next(iter(arms.values()))["base"]
+    context = [
+        f"Base held-out pass@1: {base['pass@1']:.3f}. Lag invariant: holds on all "
+        f"{invariant['checked_updates']} (learner, update) pairs.",
+        "",
+        "Design: see the script's docstring (TIS and MIS at k = 0 are the uncorrected learner).",
+    ]
+    text = repro.report(
+        args, result, start, decided, claim_lines, rows,
+        title="Staleness: RLVR fed by completions sampled k updates ago, four corrections",
+        claim="Uncorrected sampler/learner staleness lowers the RLVR gain; truncated or masked "
+        "importance sampling repairs it; CISPO tolerates 8 updates of lag.",
+        headline="gain", metric="held-out pass@1 gain over the base", context=context,
+        extra={"lag_invariant": invariant, "design": {k: list(v) for k, v in design.items()},
+               "is_cap": IS_CAP},
+    )  # fmt: skip
+    plots(result, design, args.workdir)
+    print(text)
+    return args.workdir
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
