@@ -1,6 +1,6 @@
 """One command line, `--config.model.path=DIR --config.model.tokenizer=DIR`, on a Qwen-layout and a
-Llama-layout checkpoint built here with a BPE tokenizer trained by scripts/train_bpe_tokenizer.py;
-and the tokenizer field's errors, before anything compiles."""
+Llama-layout checkpoint built here with a BPE tokenizer trained by scripts/train_bpe_tokenizer.py
+(the field's errors: tests/lm/test_hf_entry.py)."""
 
 import json
 import os
@@ -9,7 +9,6 @@ import shutil
 import jax
 import pytest
 
-from rljax import cli
 from rljax.lm.data import completion_length, prompt_length
 from rljax.lm.hf import checkpoint
 from rljax.lm.hf.tokenizer import HFTokenizer
@@ -18,7 +17,6 @@ from rljax.lm.tasks import TASKS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LM = "--config=configs/grpo.py:arithmetic,tiny"
-FIXTURES = os.path.join(ROOT, "tests", "lm", "fixtures", "hf")
 SHAPES = {  # small, and different where the families differ
     "qwen2": dict(n_kv_heads=2, tie_embeddings=True),
     "llama": dict(n_kv_heads=1, tie_embeddings=False, rope_scaling=("linear", 2.0)),
@@ -26,48 +24,34 @@ SHAPES = {  # small, and different where the families differ
 
 
 @pytest.fixture(scope="module")
-def entries(load_entry):
+def train_lm(load_entry):
     cwd = os.getcwd()
-    os.chdir(ROOT)
+    os.chdir(ROOT)  # config paths are relative to the repository, as in the README
     try:
-        yield load_entry("experiments/train_lm.py"), load_entry("scripts/train_bpe_tokenizer.py")
+        yield load_entry("experiments/train_lm.py")
     finally:
         os.chdir(cwd)
 
 
 @pytest.fixture(scope="module")
-def bpe_dir(entries, tmp_path_factory):
+def bpe_dir(load_entry, tmp_path_factory):
+    script = load_entry("scripts/train_bpe_tokenizer.py")
     out = str(tmp_path_factory.mktemp("bpe"))
     cwd = os.getcwd()
     os.chdir(ROOT)  # the script reads the task's data from runs/lm_data
     try:
-        entries[1].main(["--task=arithmetic", "--vocab_size=300", "--problems=400", f"--out={out}"])
+        script.main(["--task=arithmetic", "--vocab_size=300", "--problems=400", f"--out={out}"])
     finally:
         os.chdir(cwd)
     return out
 
 
-def test_tokenizer_field_is_checked_before_anything_runs(entries, tmp_path):
-    train_lm, _ = entries
-    argv = ["train_lm.py", LM, f"--workdir={tmp_path}/w"]
-    with pytest.raises(cli.ConfigError, match="model.tokenizer='/nonexistent' has no tokenizer"):
-        train_lm.parse([*argv, "--config.model.tokenizer=/nonexistent"])
-    bpe = f"--config.model.tokenizer={FIXTURES}/tokenizer"  # vocab 400, EOS 3
-    with pytest.raises(cli.ConfigError, match="rl.reward='majority' parses answers on device"):
-        train_lm.parse([*argv, bpe, "--config.rl.reward=majority"])
-    with pytest.raises(cli.ConfigError, match="needs vocab_size >= 400 and eos_token_id 3"):
-        train_lm.parse([*argv, f"--config.model.path={FIXTURES}/qwen2", bpe])  # vocab 256
-    run = train_lm.parse([*argv, bpe])  # a model built for it takes its vocabulary and ids
-    assert dict(run.model)["tokenizer"].endswith("tokenizer")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("family", sorted(SHAPES))
-def test_same_command_line_on_qwen_and_llama_layouts(entries, bpe_dir, family, tmp_path):
+def test_same_command_line_on_qwen_and_llama_layouts(train_lm, bpe_dir, family, tmp_path):
     """A random checkpoint of the family, with the BPE tokenizer's vocabulary and ids, written
     with tokenizer.json beside it, trains 2 GRPO steps and is evaluated by the entry point."""
-    train_lm, _ = entries
     tok = HFTokenizer.from_dir(bpe_dir)
     task = TASKS["arithmetic"]
     cfg = TransformerConfig(

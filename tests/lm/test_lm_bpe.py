@@ -4,7 +4,6 @@ model config it implies, and the character tokenizer's ids and cache keys left a
 import json
 import os
 
-import jax
 import numpy as np
 import pytest
 
@@ -90,8 +89,9 @@ def test_bpe_encodes_prompts_and_targets_that_decode_back(bpe):
 
 
 def test_bpe_rewards_on_the_host_agree_with_the_character_rewards(bpe):
-    """Same texts, two tokenizers: the host scorer under BPE gives the device verdicts of the
-    character ids, on right, corrupted and unfinished answers."""
+    """Same texts, two tokenizers: the host scorer under BPE (through `score`'s pure_callback)
+    gives the character tokenizer's rewards (whose device parsers agree with the host:
+    test_lm_device_reward.py), on right, corrupted, bare and unfinished answers."""
     _, tok = bpe
     problems = _problems(10, seed=2)
     rng = np.random.default_rng(0)
@@ -103,8 +103,7 @@ def test_bpe_rewards_on_the_host_agree_with_the_character_rewards(bpe):
     char_tokens[5, :] = tokenizer.encode("1")[0]  # unfinished: no EOS
     bpe_tokens[5, :] = tok.encode("1", add_special_tokens=False)[0]
     index = np.arange(len(problems), dtype=np.int32)
-    table = jax.tree.map(np.asarray, device_reward.make_table(TASK, problems))
-    want = device_reward.score("final_int", char_tokens, table, index, format_weight=0.1)
+    want = device_reward.host_scorer(TASK, problems, 0.1)(char_tokens, index)
     assert device_reward.reward_kind("arithmetic", tok) == "host"
     scorer = device_reward.host_scorer(TASK, problems, 0.1, tok)
     bpe_table = device_reward.make_table(TASK, problems, tok)
