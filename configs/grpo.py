@@ -70,6 +70,11 @@ def get_config(arg: str = "arithmetic"):
     c.sft.direct_frac = 0.0  # share of traces cut to the bare answer (no worked steps)
     c.sft.direct_noise = 0.0  # share of those bare answers that are wrong (bad guesses)
 
+    c.lora = ml_collections.ConfigDict()  # low-rank adapters over a frozen base (rljax.lm.lora)
+    c.lora.rank = 0  # r; 0 = full-parameter learners (the default)
+    c.lora.alpha = 32.0  # the adapters' output is scaled by alpha / rank
+    c.lora.targets = "attention,mlp"  # projection names or groups (attention, mlp)
+
     c.rl = ml_collections.ConfigDict()  # None = the preset's value
     for field in presets.FIELDS:
         kind = str if field in presets.CHOICES else int if field in _INTS else float

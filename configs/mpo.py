@@ -14,7 +14,7 @@ but is not solved (final 169-473), Acrobot-v1 is not solved (one seed of four le
 
 import ml_collections
 
-from rljax.train import overrides
+from rljax import cli
 
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
@@ -70,4 +70,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Comma-separated values train as a grid together with the seeds, e.g. eps_eta="0.05,0.1".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    return overrides.apply(c, ENV_OVERRIDES[env_name])
+    return cli.apply_overrides(c, ENV_OVERRIDES[env_name])

@@ -11,8 +11,8 @@ import dataclasses
 
 import ml_collections
 
+from rljax import cli
 from rljax.agents import ppo
-from rljax.train import overrides
 
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
@@ -97,4 +97,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Comma-separated values train as a grid together with the seeds, e.g. lr="1e-4,3e-4".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    return overrides.apply(c, ENV_OVERRIDES[env_name])
+    return cli.apply_overrides(c, ENV_OVERRIDES[env_name])

@@ -14,7 +14,7 @@ flag (settles on zero actions, about -1.1). The discrete configs are not yet mea
 
 import ml_collections
 
-from rljax.train import overrides
+from rljax import cli
 
 # Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
 ENV_OVERRIDES = {
@@ -72,4 +72,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Comma-separated values train as a grid together with the seeds, e.g. lr_actor="1e-4,3e-4".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    return overrides.apply(c, ENV_OVERRIDES[env_name])
+    return cli.apply_overrides(c, ENV_OVERRIDES[env_name])

@@ -11,7 +11,7 @@ exploration. Measured results and run times are in docs/value_based.md.
 
 import ml_collections
 
-from rljax.train import overrides
+from rljax import cli
 
 ENV_OVERRIDES = {
     # k=1, 150k random-exploration steps, learning rate annealed to 0, 16 gradient steps per
@@ -88,4 +88,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    return overrides.apply(c, ENV_OVERRIDES[env_name])
+    return cli.apply_overrides(c, ENV_OVERRIDES[env_name])

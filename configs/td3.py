@@ -15,7 +15,7 @@ exploring episode reached the flag, the final policies do not (about -23).
 
 import ml_collections
 
-from rljax.train import overrides
+from rljax import cli
 
 # DDPG (Lillicrap et al. 2016) as a preset of TD3: what the three TD3 tricks switch off.
 DDPG = {"td3.num_critics": 1, "td3.policy_delay": 1, "hparams.target_noise": 0.0}
@@ -70,4 +70,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Comma-separated values train as a grid together with the seeds, e.g. tau="0.005,0.01".
     c.sweep = ml_collections.ConfigDict({k: "" for k in c.hparams})
 
-    return overrides.apply(overrides.apply(c, ENV_OVERRIDES[env_name]), PRESETS[preset])
+    return cli.apply_overrides(cli.apply_overrides(c, ENV_OVERRIDES[env_name]), PRESETS[preset])

@@ -4,8 +4,10 @@ A script names its arms as explicit design points of one learner (`rljax.train.l
 ``design``: fields of `rljax.lm.presets`), groups them into populations (one per SFT base, since a
 population shares its base, and one per static shape: learners that sample dynamically oversample
 every member of their population, so they train apart), trains each population in one compiled
-program through `rljax.train.lm_experiment.run`, and reads back per learner the held-out
-evaluation (each population's results.json) and the training curves (its metrics.jsonl).
+program through `rljax.train.lm_experiment.train`, and takes per learner the held-out evaluation
+and the training curves from its outcome in memory. Only a population trained earlier (reused
+when finished, or resumed after a stop) is read from its record on disk (results.json,
+metrics.jsonl), the one place its earlier updates still exist.
 
 The testbed is `configs/grpo.py:arithmetic,fast` (``--quick``: ``arithmetic,tiny``). Populations
 live in sub-directories of the script's work directory.
@@ -118,13 +120,17 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
         if state == "done":
             print(f"[rljax] reusing the finished population {pop.name} in {run.workdir}")
         else:
-            _, summary, _ = lm_experiment.run(dataclasses.replace(run, resume=state == "resume"))
-            _arms.stop_if_interrupted(pop.name, summary)  # never judge a partial population
+            outcome = lm_experiment.train(dataclasses.replace(run, resume=state == "resume"))
+            _arms.stop_if_interrupted(pop.name, outcome.summary)  # never judge a partial one
         seconds[pop.name] = round(time.perf_counter() - t0, 1)
         cpu[pop.name] = round(time.process_time() - c0, 1)  # all threads: a load-free measure
-        with open(os.path.join(run.workdir, "results.json")) as f:
-            res = json.load(f)
-        updates, curves = read_curves(run.workdir, len(pop.arms), args.seeds)
+        if state == "fresh":  # trained here from update 0: everything is in memory
+            res = in_memory(outcome)
+            updates, curves = curves_in_memory(outcome.metrics, len(pop.arms), args.seeds)
+        else:  # its earlier updates (or all of them) ran in an earlier process
+            with open(os.path.join(run.workdir, "results.json")) as f:
+                res = json.load(f)
+            updates, curves = read_curves(run.workdir, len(pop.arms), args.seeds)
         if run.train_problems:  # name the k examples of a k-shot population
             train = lm_experiment.problems(run)[1]
             examples[pop.name] = [f"{p.prompt}{p.answer} (level {p.level})" for p in train]
@@ -142,6 +148,49 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
     }  # fmt: skip
 
 
+def in_memory(outcome: lm_experiment.Outcome) -> dict:
+    """The evaluations of a population's outcome in the shape its results.json holds
+    (``{"learners", "base", "arms": {name: {"hparams"}}}``; levels named as text, "3")."""
+
+    def record(evaluation: dict) -> dict:
+        by_level = {str(k): v for k, v in evaluation["pass@1_by_level"].items()}
+        return {**evaluation, "pass@1_by_level": by_level}
+
+    return {
+        "learners": [record(m) for m in outcome.learners],
+        "base": record(outcome.base),
+        "arms": {str(g): {"hparams": values} for g, values in enumerate(outcome.values)},
+    }
+
+
+def curves_in_memory(metrics: dict, num_points: int, num_seeds: int):
+    """`read_curves` from a population's metrics in memory ({key: [G * S, U]}, updates 1..U).
+
+    The loop's "pass@1/mean" of a learner is its latest quick pass@1 ("eval/pass@1", NaN between
+    evaluations) carried forward, as in its metrics.jsonl rows.
+    """
+    score = metrics["eval/pass@1"]
+    steps = np.arange(score.shape[1])
+    latest = np.maximum.accumulate(np.where(np.isfinite(score), steps, -1), axis=1)
+    carried = np.where(latest >= 0, np.take_along_axis(score, np.maximum(latest, 0), 1), np.nan)
+    table = {**metrics, "pass@1/mean": carried}
+    keys = CURVE_KEYS + tuple(sorted(k for k in metrics if k.startswith((LEVEL, CURRICULUM))))
+    shape = (num_points, num_seeds, score.shape[1])
+    nan = np.full(shape, np.nan)
+    curves = {k: np.asarray(table[k], np.float64).reshape(shape) if k in table else nan.copy()
+              for k in keys}  # fmt: skip
+    return steps + 1, _without_empty_updates(curves)
+
+
+def _without_empty_updates(curves: dict) -> dict:
+    # An update that kept no group (dynamic sampling found none with mixed rewards) trained on
+    # nothing: its per-token metrics are zeros of an empty batch, not measurements.
+    empty = curves["groups/kept_frac"] == 0
+    for k in ("entropy", "groups/zero_adv_frac"):
+        curves[k][empty] = np.nan
+    return curves
+
+
 def read_curves(workdir: str, num_points: int, num_seeds: int):
     """Per-learner training curves from metrics.jsonl: (updates [U], {key: [G, S, U]})."""
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
@@ -157,12 +206,7 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
             value = r.get(k)
             if value is not None:
                 curves[k][r["grid"], r["seed"], index[r["update"]]] = value
-    # An update that kept no group (dynamic sampling found none with mixed rewards) trained on
-    # nothing: its per-token metrics are zeros of an empty batch, not measurements.
-    empty = curves["groups/kept_frac"] == 0
-    for k in ("entropy", "groups/zero_adv_frac"):
-        curves[k][empty] = np.nan
-    return np.asarray(updates), curves
+    return np.asarray(updates), _without_empty_updates(curves)
 
 
 def final(arm: dict, key: str) -> list[float]:

@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python experiments/brorl_bandit.py --workdir runs/brorl_bandit
     PYTHONPATH=. python experiments/brorl_bandit.py --workdir /tmp/brorl --quick
+    PYTHONPATH=. python experiments/brorl_bandit.py --workdir runs/brorl_bandit_s10 --seed 10
 
 Part 1 (BroRL, #238 in PAPERS.md). A softmax over V ∈ {50, 500, 5000} tokens, K = 5 of them
 correct, total correct mass p0 = 0.3 spread unevenly (random logits, one common shift). One
@@ -22,7 +23,8 @@ interfere); each has its own 3 correct tokens and starts with a different correc
 N = 8 rollouts per problem, on-policy, 300 steps. Measured: the change of each problem's correct
 mass against its starting rank (quartiles), and the share of problems whose correct mass falls.
 
-Over 10 seeds (fresh logits, correct sets, features), 95% bootstrap intervals (rljax.stats).
+Over 10 seeds (fresh logits, correct sets, features; seeds ``--seed`` .. ``--seed`` + 9, so a
+second seed set is one flag), 95% bootstrap intervals (rljax.stats).
 Measured on the shared 2-core CPU under a load average of ~13 (other jobs running): default
 2 min 36 s wall, 63 s of CPU; --quick 45 s wall, 15 s of CPU.
 Writes results.md, results.json, brorl_mass.png and winner_take_all.png into --workdir.
@@ -208,6 +210,7 @@ def main(argv=None):
     parser.add_argument("--workdir", default="runs/brorl_bandit")
     parser.add_argument("--quick", action="store_true", help="3 seeds, fewer sizes and draws")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0, help="the first seed of the set")
     parser.add_argument("--draws", type=int, default=1000, help="independent steps per setting")
     parser.add_argument("--lr", type=float, default=1.0, help="step size in logit space")
     parser.add_argument("--logit_std", type=float, default=2.0)
@@ -218,11 +221,12 @@ def main(argv=None):
     if args.quick:
         args.seeds, args.draws, args.multi_steps = 3, 100, 60
         vocabs, rollouts = (50, 500), (4, 64)
-    for name, low in (("seeds", 1), ("draws", 10), ("multi_steps", 1)):
+    for name, low in (("seeds", 1), ("seed", 0), ("draws", 10), ("multi_steps", 1)):
         if getattr(args, name) < low:
             parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: >= {low}")
     if not args.lr > 0:
         parser.error(f"--lr={args.lr} is invalid; allowed: > 0")
+    seeds = range(args.seed, args.seed + args.seeds)
     start = time.perf_counter()
     keys = (
         "delta_mass",
@@ -235,21 +239,21 @@ def main(argv=None):
     one = {}  # (adv, V, N) -> metric -> [seeds]
     for adv_name, vocab in itertools.product(ADVANTAGES, vocabs):
         run = make_one_step(vocab, max(rollouts), args.draws, adv_name, args.lr)
-        for n, seed in itertools.product(rollouts, range(args.seeds)):
+        for n, seed in itertools.product(rollouts, seeds):
             logits, correct = make_bandit(seed, vocab, args.logit_std)
             out = run(logits, correct, jax.random.key(seed), n)
             for k in keys:
                 one.setdefault((adv_name, vocab, n), {}).setdefault(k, []).append(float(out[k]))
     infinite = {}
     for vocab in vocabs:
-        for seed in range(args.seeds):
+        for seed in seeds:
             logits, correct = make_bandit(seed, vocab, args.logit_std)
             out = infinite_step(logits, correct, args.lr)
             for k in ("delta_mass", "fall_share"):
                 infinite.setdefault(vocab, {}).setdefault(k, []).append(float(out[k]))
-    logits, correct = make_bandit(0, 50, args.logit_std)
+    logits, correct = make_bandit(args.seed, 50, args.logit_std)
     exact_check = {
-        "setting": "V=50, N=4, seed 0, reinforce",
+        "setting": f"V=50, N=4, seed {args.seed}, reinforce",
         "exact": exact_small(logits, correct, 4, "reinforce", args.lr),
         "monte_carlo_draws": args.draws * 20,
         "monte_carlo": {
@@ -262,7 +266,7 @@ def main(argv=None):
     # part 2
     train = make_multi_train(8, args.multi_steps, 1.0)
     multi = {"start": [], "end": []}
-    for seed in range(args.seeds):
+    for seed in seeds:
         w, feats, corr = make_multi(seed, 32, 200, 8, 3)
         masses = train(w, feats, corr, jax.random.key(seed))
         multi["start"].append(np.asarray(correct_mass(w, feats, corr)).tolist())

@@ -10,11 +10,13 @@ expectation over sequences is a finite sum. The intended objective is
     J(θ) = E_π[r] − β·KL(π‖π_ref),   KL over whole sequences,
 
 with a binary reward (at least two 0-tokens in the answer). Its gradient ∇J is computed exactly
-by enumeration. Every surrogate is the loss a trainer would build from rljax's own functions
-(``returns.{dr_grpo,grpo,rloo}_advantages``, ``policy_gradient.reinforce``, ``kl.k1/k2/k3``,
-``kl.kl_in_reward``, ``kl.kl_in_loss``, ``kl.f_divergence_sample`` with the forward-KL and JS
-generators, ``reduce.token_mean / seq_mean_token_mean / seq_mean_token_sum_norm /
-seq_mean_token_sum``), on groups of G ∈ {2, 4, 8, 16} sequences sampled from π, and its expected
+by enumeration. Every surrogate is the loss rljax's GRPO learner trains on: the functions of
+``rljax.lm.objective`` (``kl_reward_penalty``, ``advantages`` with the codes ``dr_grpo``,
+``grpo``, ``rloo``; ``policy_loss`` with ``reinforce``; ``regularizers``, ``sample_divergence``;
+the aggregations ``token_mean``, ``seq_mean_token_mean``, ``seq_mean_token_sum_norm``,
+``seq_mean_token_sum``; the divergences ``k1/k2/k3`` in the reward or the loss, ``forward_kl``
+and ``js`` on the reference's samples), composed as ``rljax.agents.grpo`` composes them, on
+groups of G ∈ {2, 4, 8, 16} sequences sampled from π (on-policy: π_old = π); its expected
 ascent direction ``−E[∇L]`` is compared with ∇J.
 
 How each expectation is computed (the ``method`` column):
@@ -37,8 +39,8 @@ Per arm: cosine and relative error ‖g − ∇J‖/‖∇J‖ against ∇J, and
 the least-squares fit ``g ≈ a ∇E[r] − b_rev ∇KL(π‖π_ref) − b_fwd ∇KL(π_ref‖π) + c ∇E[|x|]``
 reported as effective coefficients b/a and the unexplained residual. The variance of the
 single-batch gradient, tr Cov(ĝ) / ‖E ĝ‖² (noise-to-signal), per group size, is measured by
-sampling. Over 10 seeds (each a fresh random reference and policy), with 95% bootstrap intervals
-(rljax.stats).
+sampling. Over 10 seeds (each a fresh random reference and policy; seeds ``--seed`` ..
+``--seed`` + 9, so a second seed set is one flag), with 95% bootstrap intervals (rljax.stats).
 
 Measured on the shared 2-core CPU under a load average of ~13 (other jobs running): default
 5 min 15 s wall, 133 s of CPU; --quick 39 s wall, 16 s of CPU.
@@ -61,7 +63,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import returns, stats  # noqa: E402
-from rljax.losses import kl, policy_gradient, reduce  # noqa: E402
+from rljax.lm import objective, presets  # noqa: E402
+from rljax.losses import policy_gradient  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
 import _verdicts  # noqa: E402
@@ -82,6 +85,15 @@ KL_PLACES = (
 )
 AGGS = ("token_mean", "seq_mean_token_mean", "dr_const", "seq_sum")
 NORMS = ("mean", "std", "rloo")  # Dr.GRPO (std off), GRPO (std on, ddof=1), leave-one-out
+# The arms' names here -> the names of rljax.lm.presets that the trainer's objective selects by.
+DIVERGENCE_OF = {"none": "none", "fwd_kl": "forward_kl", "js": "js"}  # else k1/k2/k3
+AGGREGATION_OF = {
+    "token_mean": "token_mean",
+    "seq_mean_token_mean": "seq_mean_token_mean",
+    "dr_const": "seq_mean_token_sum_norm",
+    "seq_sum": "seq_mean_token_sum",
+}
+ADVANTAGE_OF = {"mean": "dr_grpo", "std": "grpo", "rloo": "rloo"}
 BASIS = ("reward", "kl_rev", "kl_fwd", "length")
 
 
@@ -145,56 +157,65 @@ def flat_grad(fn, theta):
 
 
 # ------------------------------------------------------------------ rljax surrogates on one batch
-def advantages(seq_reward, norm_id):
-    """rljax's group advantages of one group ``[G]``; ``norm_id`` indexes NORMS (traced)."""
-    r = seq_reward[None]
-    options = jnp.stack(
-        [
-            returns.dr_grpo_advantages(r)[0],
-            returns.grpo_advantages(r)[0],
-            returns.rloo_advantages(r)[0],
-        ]
-    )
-    return options[norm_id]
+def choice(arm) -> objective.Choice:
+    """The trainer's `objective.Choice` of an arm: codes (traced int32 ``[4]``) of the divergence,
+    its placement, the aggregation and the advantage; REINFORCE, β set by the caller."""
+    zero = jnp.zeros((), jnp.float32)
+    return objective.Choice(
+        advantage=arm[3], aggregation=arm[2], policy_loss=presets.POLICY_LOSSES.index("reinforce"),
+        divergence=arm[0], placement=arm[1], eps_low=zero, eps_high=zero, kl_coef=zero,
+        entropy_coef=zero, pacs_beta=zero, rover_rho=zero,
+    )  # fmt: skip
+
+
+def advantages(seq_reward, arm):
+    """The trainer's group advantage (`objective.advantages`) of one group ``[G]``."""
+    ones = jnp.ones((1, seq_reward.shape[0]))
+    return objective.advantages(choice(arm), seq_reward[None], ones, 1.0)[0]
 
 
 def batch_loss(theta, idx, ref_idx, arm, ref_theta, space, beta):
-    """The loss a trainer builds from rljax's functions for one group ``idx`` [G] sampled from π.
+    """The loss rljax's GRPO learner trains on for one group ``idx`` [G] sampled from π.
 
-    ``arm = (place, k_id, agg, norm)`` as traced ints; ``ref_idx`` is a batch sampled from π_ref
-    for the DPH-RL regularizers (forward KL, JS).
+    ``rljax.lm.objective`` composed as ``rljax.agents.grpo`` composes it (``update``: the
+    penalty in the reward, the advantages; ``loss_fn``: policy loss + β·KL term + β·sample
+    divergence), with π_old = π (on-policy) and one micro-batch; ``arm`` from ``arm_ids``;
+    ``ref_idx`` is a batch sampled from π_ref for the sample divergences (forward KL, JS).
     """
-    place, k_id, agg, norm = arm
+    c = choice(arm)._replace(kl_coef=beta)
     mask = space["mask"][idx]
     lp = token_logp(theta, space, idx)  # [G, L]
+    old = jax.lax.stop_gradient(lp)
     ref = token_logp(ref_theta, space, idx)
-    k_all = jnp.stack([kl.k1(lp, ref), kl.k2(lp, ref), kl.k3(lp, ref)])[k_id] * mask
-    in_reward = (place >= 1) & (place <= 3)
-    in_loss = (place >= 4) & (place <= 6)
-    tok_r = kl.kl_in_reward(space["reward"][idx], k_all, mask, beta=jnp.where(in_reward, beta, 0.0))
-    adv = advantages(jnp.sum(tok_r, axis=1), norm)  # [G]
-    per_tok = policy_gradient.reinforce(lp, adv[:, None] * mask)
-    per_tok = kl.kl_in_loss(per_tok, k_all, beta=jnp.where(in_loss, beta, 0.0))
+    reward = space["reward"][idx]
+    shaped = reward - objective.kl_reward_penalty(c, old, ref, mask)
+    adv = advantages(shaped, arm)
+    zeros, group = jnp.zeros_like(lp), idx.shape[0]
+    rate = jnp.full((group,), jnp.mean(reward))
+    mb = objective.MicroBatch(lp, zeros, zeros, zeros, old, ref, mask, adv, reward, rate, group)
+    norms = objective.minibatch_norms(mask, ref_idx.shape[0])
     max_len = float(space["max_len"])
-    loss = jnp.stack(
-        [
-            reduce.token_mean(per_tok, mask),
-            reduce.seq_mean_token_mean(per_tok, mask),
-            reduce.seq_mean_token_sum_norm(per_tok, mask, max_len=max_len),
-            reduce.seq_mean_token_sum(per_tok, mask),
-        ]
-    )[agg]
+    policy, _ = objective.policy_loss(c, mb, norms, max_len)
+    _, kl_term, _, _ = objective.regularizers(c, mb, norms, max_len)
     lp_y = token_logp(theta, space, ref_idx).sum(1)
     ref_y = token_logp(ref_theta, space, ref_idx).sum(1)
-    fwd = reduce.masked_mean(kl.f_divergence_sample(lp_y, ref_y, generator=kl.forward_kl_generator))
-    js = reduce.masked_mean(kl.f_divergence_sample(lp_y, ref_y, generator=kl.js_generator))
-    return loss + beta * (jnp.where(place == 7, fwd, 0.0) + jnp.where(place == 8, js, 0.0))
+    return policy + beta * kl_term + beta * objective.sample_divergence(c, lp_y, ref_y, norms)
 
 
 def arm_ids(place, agg, norm):
-    p = KL_PLACES.index(place)
-    k_id = {"k1": 0, "k2": 1, "k3": 2}.get(place[:2], 0)
-    return jnp.array([p, k_id, AGGS.index(agg), NORMS.index(norm)], jnp.int32)
+    """An arm's codes in the trainer's preset tables: divergence, placement, aggregation,
+    advantage."""
+    divergence = DIVERGENCE_OF.get(place, place[:2])
+    placement = "reward" if place.endswith("_reward") else "loss"
+    return jnp.array(
+        [
+            presets.DIVERGENCES.index(divergence),
+            presets.PLACEMENTS.index(placement),
+            presets.AGGREGATIONS.index(AGGREGATION_OF[agg]),
+            presets.ADVANTAGES.index(ADVANTAGE_OF[norm]),
+        ],
+        jnp.int32,
+    )
 
 
 def make_mc(space, group: int, num_groups: int, chunk: int = 500):
@@ -251,11 +272,17 @@ def adv_table(norm, group):
     """A_1 for r_1 ∈ {0, 1} and k correct among the others, from rljax's advantage functions."""
     rows = [[r1] + [1] * k + [0] * (group - 1 - k) for r1 in (0, 1) for k in range(group)]
     r = jnp.asarray(np.array(rows, np.float32))  # [2G, G]
-    adv = jax.vmap(lambda x: advantages(x, NORMS.index(norm)))(r)[:, 0]
+    adv = jax.vmap(lambda x: advantages(x, arm_ids("none", "seq_sum", norm)))(r)[:, 0]
     return np.asarray(adv, np.float64).reshape(2, group)
 
 
-ESTIMATORS = {"k1": kl.k1, "k2": kl.k2, "k3": kl.k3}
+def token_kl(name):
+    """The trainer's per-token KL estimate ``objective.token_kl`` of divergence ``name``."""
+    code = presets.DIVERGENCES.index(name)
+    return lambda logp, ref_logp: objective.token_kl(code, logp, ref_logp)
+
+
+ESTIMATORS = {name: token_kl(name) for name in ("k1", "k2", "k3")}
 
 
 def exact_context(theta, ref_theta, space, groups, grads):
@@ -289,13 +316,17 @@ def make_gradients(space):
         return flat_grad(lambda th: jnp.sum(coef * token_logp(th, space)), theta)
 
     def divergence(place):
-        gen = kl.forward_kl_generator if place == "fwd_kl" else kl.js_generator
+        c = choice(arm_ids(place, "seq_sum", "mean"))
+        one = objective.Norms(*jnp.ones((3,)))  # one sample: D_f's per-sample estimate
+
+        def per_sample(lp, ref):  # objective.sample_divergence of one reference sample
+            return objective.sample_divergence(c, lp[None], ref[None], one)
 
         @jax.jit
         def grad(theta, ref_seq, q_seq):
             def reg(th):
                 lp_y = token_logp(th, space).sum(1)
-                return q_seq @ kl.f_divergence_sample(lp_y, ref_seq, generator=gen)
+                return q_seq @ jax.vmap(per_sample)(lp_y, ref_seq)
 
             return flat_grad(reg, theta)
 
@@ -485,6 +516,7 @@ def main(argv=None):
         "--quick", action="store_true", help="3 seeds, 2 group sizes, fewer MC groups"
     )
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0, help="the first seed of the set")
     parser.add_argument("--max_len", type=int, default=5)
     parser.add_argument("--beta", type=float, default=0.1)
     parser.add_argument("--ref_scale", type=float, default=1.0)
@@ -497,7 +529,8 @@ def main(argv=None):
     if args.quick:
         args.seeds, args.groups, args.mc_groups, args.var_groups = 3, (2, 8), 1000, 500
         args.resamples = 200
-    for name, low in (("seeds", 1), ("max_len", 2), ("mc_groups", 500), ("var_groups", 500)):
+    lows = (("seeds", 1), ("seed", 0), ("max_len", 2), ("mc_groups", 500), ("var_groups", 500))
+    for name, low in lows:
         if getattr(args, name) < low:
             parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: >= {low}")
     if args.max_len > 6:
@@ -510,7 +543,7 @@ def main(argv=None):
     var_mcs = {g: make_mc(space, g, args.var_groups) for g in args.groups}
     grads = make_gradients(space)
     per_seed, problems, variance, checks = [], [], {}, []
-    for seed in range(args.seeds):
+    for seed in range(args.seed, args.seed + args.seeds):
         out, problem, (theta, ref, ctx) = run_seed(seed, space, args, mcs, grads)
         per_seed.append(out)
         problems.append(problem)
@@ -523,7 +556,7 @@ def main(argv=None):
                 variance.setdefault(f"{place}|{agg}|{norm}", {}).setdefault(group, []).append(
                     float(np.sum(var) / np.sum(np.square(mean)))
                 )
-        if seed == 0:
+        if seed == args.seed:
             for place, agg, norm in CHECK_ARMS:
                 group = args.groups[-1]
                 mean, var = mcs[group](
@@ -677,7 +710,11 @@ def write(args, space, per_seed, problems, variance, checks, nft, seconds):
             + " | ".join(stats.format_interval(d[str(g)], digits=2) for g in args.groups)
             + " |"
         )
-    lines += ["", "## Check: Monte Carlo of rljax's batch loss vs the enumeration (seed 0)", ""]
+    lines += [
+        "",
+        f"## Check: Monte Carlo of rljax's batch loss vs the enumeration (seed {args.seed})",
+        "",
+    ]
     lines += ["‖MC − exact‖ / ‖SE‖ (about 1 when they agree; SE relative to ‖g‖ in brackets):", ""]
     lines += [f"- {c['arm']}: {c['error_over_se']:.2f} ({c['se_rel']:.4f})" for c in checks]
     g = args.groups[-1]

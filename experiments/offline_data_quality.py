@@ -30,10 +30,14 @@ Per environment (gymnax CartPole-v1, Acrobot-v1, MountainCar-v0):
 4. Six learners (``rljax.agents.offline``: BC, offline DQN, QR-DQN, discrete CQL, discrete BCQ,
    CRR), each on each dataset with uniform and with return-weighted sampling (#203's RW,
    temperature ``--rw-temperature``); per environment and learner one jitted program trains
-   the 10 (dataset, sampling) variants × ``--seeds`` seeds under two nested ``vmap``s.
+   the 10 (dataset, sampling) variants × ``--seeds`` seeds: the pipeline's population of
+   ``--seeds`` learners (``rljax.train.population``: seed s starts from
+   ``learner_key(--seed, s)``, the same in every variant, so variants are paired) vmapped over
+   the variants' datasets.
 5. Evaluation: the greedy policy's first episode in ``--eval-episodes`` fresh environments,
    normalized so that R_random = 0 and R_expert = 1, after each of ``--evals`` equal chunks of
-   training (the last is the score).
+   training (the last is the score); the evaluation after update u draws from
+   ``fold_in(eval_key(--seed), u)``, a key no learner's training reaches.
 
 Statistics (``rljax.stats``): mean and IQM with 95% stratified-bootstrap intervals over seeds;
 Spearman ρ of normalized return against TQ and against SACo across the 15 (env, dataset)
@@ -74,6 +78,7 @@ from configs import dqn as dqn_configs  # noqa: E402
 from rljax import envs, offline_data, stats  # noqa: E402
 from rljax.agents import dqn, learner, offline  # noqa: E402
 from rljax.envs import rollouts  # noqa: E402
+from rljax.train import population  # noqa: E402
 
 ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 DATASETS = ("random", "expert", "noisy", "replay", "mixed")
@@ -252,16 +257,14 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     offline.validate(config)
     offline.validate_hparams(HPARAMS)
     hp = offline.Hparams(**HPARAMS)
-    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
-
-    init = jax.jit(
-        jax.vmap(jax.vmap(lambda d, k: offline.init(config, d, k, hp), (None, 0)), (0, None))
-    )
-    run = jax.jit(
-        jax.vmap(
-            jax.vmap(lambda d, s: offline.train_chunk(config, d, s, chunk)[0], (None, 0)), (0, 0)
-        )
-    )
+    spec = population.Spec(
+        offline, config, variants[0], population.grid_hparams(offline, [HPARAMS]),
+        chunk * args.evals, chunk, num_seeds=args.seeds, seed=args.seed, env_as_argument=True,
+    )  # fmt: skip
+    # One population per variant, all in one program: the pipeline's init and chunk, vmapped
+    # over the variants' datasets (the learners' keys and hyperparameters are the spec's).
+    init = jax.jit(jax.vmap(lambda d: population.init(dataclasses.replace(spec, env=d))))
+    run = jax.jit(jax.vmap(lambda s, d: population.chunk_fn(spec, chunk)(s, d)[0]))
 
     def _greedy(params, key):
         pol = lambda o: offline.act(config, params, o, hp)  # noqa: E731
@@ -269,11 +272,12 @@ def train_env(built: dict, algo: str, args, log) -> dict:
 
     evaluate = jax.jit(jax.vmap(jax.vmap(_greedy, (0, None)), (0, None)))
     t0 = time.perf_counter()
-    state = init(data, keys)
+    state = init(data)
     rets = []
     for c in range(args.evals):
-        state = run(data, state)
-        rets.append(np.asarray(evaluate(state.params, jax.random.PRNGKey(1000 + c))))
+        state = run(state, data)
+        key = jax.random.fold_in(learner.eval_key(args.seed), (c + 1) * chunk)
+        rets.append(np.asarray(evaluate(state.params, key)))
     raw = np.stack(rets, -1)  # [V, S, evals]
     norm = (raw - built["r_random"]) / (built["r_expert"] - built["r_random"])
     seconds = time.perf_counter() - t0

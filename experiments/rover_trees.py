@@ -43,7 +43,8 @@ Negative controls (the theorem's two assumptions broken, same trees):
 Per tree: V* (backward max), the value of greedy-on-Q^{π_u} and of ROVER τ, and PG exact trained
 on the control; regret = V* − value and the share of trees where greedy is suboptimal.
 
-Over ``--seeds`` = 20 trees, mean with 95% bootstrap intervals (rljax.stats).
+Over ``--seeds`` = 20 trees (seeds ``--seed`` .. ``--seed`` + 19: a second set is one flag,
+e.g. ``--seed 20``), mean with 95% bootstrap intervals (rljax.stats).
 Measured on the shared 2-core CPU with ``nice -n 10`` under a load average of ~8-9 (other jobs
 running): default 74-85 s wall, 53-58 s of CPU, 0.6 GB; --quick (4 trees, D = 5, 400 steps)
 26 s wall, 15 s of CPU; ``--depth 7`` (16,384 leaves) 203 s wall, 138 s of CPU.
@@ -238,6 +239,7 @@ def parse(argv):
     parser.add_argument("--workdir", default="runs/rover_trees")
     parser.add_argument("--quick", action="store_true", help="4 seeds, depth 5, fewer steps")
     parser.add_argument("--seeds", type=int, default=20, help="random trees (evaluation)")
+    parser.add_argument("--seed", type=int, default=0, help="the first evaluation tree's seed")
     parser.add_argument("--tune_seeds", type=int, default=5, help="trees for choosing τ")
     parser.add_argument("--branching", type=int, default=4)
     parser.add_argument("--depth", type=int, default=6)
@@ -258,6 +260,8 @@ def parse(argv):
         args.seeds, args.tune_seeds, args.depth, args.steps = 4, 2, 5, 400
     cli.check_workdir("--workdir", args.workdir)
     cli.check_int("--seeds", args.seeds, low=3)
+    # evaluation trees stay apart from the tuning trees (seeds TUNE_SEED and up)
+    cli.check_int("--seed", args.seed, low=0, high=TUNE_SEED - args.seeds)
     cli.check_int("--tune_seeds", args.tune_seeds, low=1)
     cli.check_int("--branching", args.branching, low=2)
     cli.check_int("--depth", args.depth, low=1)
@@ -293,7 +297,7 @@ def main(argv=None):
     b, depth = args.branching, args.depth
     ks = jnp.arange(1, args.max_k + 1)
     tau = args.tau if args.tau is not None else pick_tau(args, taus, ks)
-    binary, partial, transitions = make_trees(range(args.seeds), args)
+    binary, partial, transitions = make_trees(range(args.seed, args.seed + args.seeds), args)
     correct = binary
 
     # --- deterministic binary trees: every arm
@@ -337,7 +341,7 @@ def main(argv=None):
             lr=args.lr,
             curve_k=args.max_k,
         )
-    )(binary, jax.random.split(jax.random.key(0), args.seeds))
+    )(binary, jax.random.split(jax.random.key(2 * args.seed), args.seeds))  # 2 roots per set
     arms["PG exact (G=∞)"] = metrics_of(p_exact, binary)
     arms[f"GRPO (G={args.group})"] = metrics_of(p_grpo, binary)
     robust = {}  # PG's collapse across step sizes and group sizes
@@ -353,7 +357,7 @@ def main(argv=None):
             lambda r, k, lr=lr, group=group: train_grpo(
                 r, r, k, branching=b, depth=depth, steps=args.steps, group=group, lr=lr
             )
-        )(binary, jax.random.split(jax.random.key(1), args.seeds))
+        )(binary, jax.random.split(jax.random.key(2 * args.seed + 1), args.seeds))
         robust[f"GRPO G={group} lr={lr:g}"] = metrics_of(p, binary)
     sweep = rover_sweep(binary, jnp.asarray(taus), jnp.array([args.max_k]), b)
     theorem = {

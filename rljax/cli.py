@@ -7,7 +7,8 @@ Entry points (``experiments/*.py``, ``scripts/*.py``) use it in three places:
 2. Checks while parsing, before any data is built or anything compiles: ``check_int``,
    ``check_number``, ``check_choice``, ``check_keys``, ``check_workdir``, ``check_devices``
    (mesh shapes: ``rljax.parallel.mesh.resolve_shape``); ``config_override_problem`` for an
-   ml_collections ``--config=file.py:arg`` and its ``--config.a.b=`` overrides.
+   ml_collections ``--config=file.py:arg`` and its ``--config.a.b=`` overrides;
+   ``apply_overrides`` for a config file's per-environment settings.
    Each raises ``ConfigError`` with one line naming the field, the value and what is allowed.
 3. ``cli.main(fn)`` around the body: a ``ConfigError`` (or any ``ValueError`` raised before
    training) prints ``error: <one line>`` and exits 2; any other failure prints one line and
@@ -359,3 +360,22 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def apply_overrides(config, overrides: dict[str, Any]):
+    """Sets each dotted key of ``overrides`` (``{"ppo.num_envs": 16, ...}``: a config file's
+    per-environment settings) on the ConfigDict ``config`` in place and returns it.
+
+    Raises:
+      KeyError: a key that the config does not define, naming the valid keys at that level.
+    """
+    for dotted, value in overrides.items():
+        node = config
+        *parents, leaf = dotted.split(".")
+        for name in [*parents, leaf]:
+            if name not in node:
+                raise KeyError(f"override {dotted!r}: no key {name!r}; valid: {', '.join(node)}")
+            if name != leaf:
+                node = node[name]
+        node[leaf] = value
+    return config

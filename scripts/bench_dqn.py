@@ -83,15 +83,15 @@ def bench(num_seeds: int, total_timesteps: int, head: str) -> dict:
     from rljax import envs
     from rljax.agents import dqn
     from rljax.nets import q_heads
-    from rljax.train import sweep
+    from rljax.train import population
 
     config = dqn.Config(head=q_heads.make(head))
     num_updates = total_timesteps // dqn.env_steps_per_update(config)
     config = dqn.Config(head=q_heads.make(head), num_updates=num_updates)
     dqn.validate(config)
     env = envs.make("CartPole-v1")
-    grid = sweep.stack([HPARAMS], num_seeds)
-    hparams = dqn.Hparams(**{k: grid[k] for k in dqn.Hparams._fields})
+    grid = population.grid_hparams(dqn, [HPARAMS])  # [1] per field, then one per seed
+    hparams = jax.tree.map(lambda h: np.repeat(h, num_seeds), grid)
     keys = jax.random.split(jax.random.PRNGKey(0), num_seeds)
     mesh = jax.make_mesh((jax.device_count(),), ("seeds",), (jax.sharding.AxisType.Auto,))
     seeds = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("seeds"))

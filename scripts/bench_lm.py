@@ -5,6 +5,8 @@
     python scripts/bench_lm.py --population=1,4,8,16     # population tokens/s and MFU
     python scripts/bench_lm.py --vs_sequential=8         # 8 learners: one program vs 8 processes
     python scripts/bench_lm.py --breakdown=1,8           # where a step's time goes, per learner
+    python scripts/bench_lm.py --lora=8                  # LoRA population vs solo vs full
+    python scripts/bench_lm.py --lora_memory             # LoRA learners at the Qwen2.5-1.5B shape
 
 For each model size (~1M and ~20M parameters) prints sampled tokens/s (jitted KV-cache sampling),
 end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: sample G answers per
@@ -524,6 +526,33 @@ def bench_trl(name: str, steps: int, threads: int, ours: dict) -> dict | None:
     }
 
 
+def bench_lora_all(args) -> None:
+    """scripts/bench_lora.py: speed on the default learner; memory in a process that has
+    8 fake CPU devices (set before jax starts)."""
+    import json
+    import subprocess
+    import sys
+
+    import bench_lora
+
+    if args.lora:
+        cli.check_int("--lora_rank", args.lora_rank, low=1)
+        cli.check_int("--lora_steps", args.lora_steps, low=1)
+        result = bench_lora.speed(
+            _default_learner, args.lora, args.lora_rank, args.lora_steps, args.repeats
+        )
+        bench_lora.print_speed(result)
+    if args.lora_memory:
+        code = "import bench_lora, json; print(json.dumps(bench_lora.memory()))"
+        env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+        here = os.path.dirname(os.path.abspath(__file__))
+        env["PYTHONPATH"] = os.pathsep.join([here, env.get("PYTHONPATH", "")])
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        bench_lora.print_memory(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def _sizes(flag: str, text: str) -> list[int]:
     """Population sizes from "1,4,8"; a clear error for anything else."""
     try:
@@ -550,6 +579,10 @@ def main():
     parser.add_argument("--vs_sequential", type=int, default=0, help="learners (0: skip)")
     parser.add_argument("--breakdown", default="", help="population sizes, e.g. 1,8")
     parser.add_argument("--sequential_steps", type=int, default=20, help="RL steps per learner")
+    parser.add_argument("--lora", type=int, default=0, help="LoRA learners (0: skip)")
+    parser.add_argument("--lora_rank", type=int, default=8, help="their rank")
+    parser.add_argument("--lora_steps", type=int, default=5, help="RL steps per LoRA learner")
+    parser.add_argument("--lora_memory", action="store_true", help="Qwen2.5-1.5B memory (slow)")
     args = parser.parse_args()
     for name in args.sizes.split(","):
         cli.check_choice("--sizes entry", name, SIZES)
@@ -568,7 +601,9 @@ def main():
         bench_vs_sequential(args.vs_sequential, args.sequential_steps)
     if args.breakdown:
         bench_breakdown(breakdown, args.repeats)
-    if args.population or args.vs_sequential or args.breakdown:
+    if args.lora or args.lora_memory:
+        bench_lora_all(args)
+    if args.population or args.vs_sequential or args.breakdown or args.lora or args.lora_memory:
         return
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")

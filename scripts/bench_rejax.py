@@ -2,6 +2,7 @@
 
     python scripts/bench_rejax.py --rejax_python=.venvs/rejax/bin/python
     python scripts/bench_rejax.py --rejax_python=... --algos=ppo,dqn --seeds=1,16 --repeats=2
+    python scripts/bench_rejax.py --rejax_python=... --rows=sac:1,sac:16,pqn:16:131072
 
 For each algorithm of ``ALGOS`` and each seed count, rejax and rljax train the same
 environment for the same env steps with rejax's own hyperparameters (its
@@ -24,9 +25,9 @@ rejax, the mean return of its own evaluation (128 episodes of ``make_act``'s pol
 of the run. rejax evaluates once, at the end (``eval_freq`` = the budget, no initial
 evaluation), so its run time carries one evaluation and no more.
 
-The table of algorithms (``ALGOS``) maps each to rejax's config and to an rljax config file plus
-dotted overrides that set rljax's fields to rejax's values; a learner that lands later (PQN, SAC,
-TD3) is one more entry. Differences that remain are listed per entry (``differences``).
+The table of algorithms (``ALGOS``: PPO, DQN and PQN on CartPole-v1, SAC and TD3 on Pendulum-v1)
+maps each to rejax's config and to an rljax config file plus dotted overrides that set rljax's
+fields to rejax's values. Differences that remain are listed per entry (``differences``).
 """
 
 import argparse
@@ -136,8 +137,147 @@ ALGOS = {
         "differences": "rejax: dueling head, swish, per-element gradient clip; rljax: plain "
         "MLP head, gelu (rljax has no swish), global-norm clip",
     },
-    # "pqn", "sac", "td3": add entries here as those rljax learners land (rejax's cartpole /
-    # pendulum yaml on the left, the rljax config file and overrides on the right).
+    "pqn": {
+        "rejax": (
+            "pqn",
+            {
+                "env": "CartPole-v1",
+                "num_envs": 16,
+                "num_steps": 128,
+                "num_minibatches": 16,
+                "max_grad_norm": 10,
+                "learning_rate": 0.0003,
+                "num_epochs": 5,
+                "total_timesteps": 524_288,
+                "eps_start": 1,
+                "eps_end": 0.05,
+                "exploration_fraction": 0.5,
+                "gamma": 0.99,
+                "td_lambda": 0.9,
+                "normalize_observations": False,
+            },
+        ),
+        "rljax": (
+            "configs/pqn.py:CartPole-v1",
+            {
+                "total_timesteps": 524_288,
+                "chunk_updates": 0,
+                "pqn.num_envs": 16,
+                "pqn.rollout_steps": 128,
+                "pqn.num_epochs": 5,
+                "pqn.num_minibatches": 16,
+                "pqn.hidden": (64, 64),
+                "pqn.activation": "relu",
+                "pqn.norm": "layer_norm",
+                "pqn.anneal_lr": False,
+                "hparams.lr": 0.0003,
+                "hparams.gamma": 0.99,
+                "hparams.lambda_": 0.9,
+                "hparams.eps_start": 1.0,
+                "hparams.eps_end": 0.05,
+                "hparams.eps_decay_steps": 262_144,
+                "hparams.max_grad_norm": 10.0,
+                "hparams.reward_scale": 1.0,
+            },
+        ),
+        "differences": "rejax clips gradients per element (optax.clip); rljax clips the "
+        "global norm",
+    },
+    "sac": {
+        "rejax": (
+            "sac",
+            {
+                "env": "Pendulum-v1",
+                "agent_kwargs": {"activation": "swish"},
+                "num_envs": 1,
+                "buffer_size": 10_000,
+                "fill_buffer": 256,
+                "batch_size": 256,
+                "learning_rate": 0.01,
+                "num_epochs": 1,
+                "total_timesteps": 10_000,
+                "gamma": 0.99,
+                "polyak": 0.98,
+                "target_entropy_ratio": None,
+                "normalize_observations": True,
+            },
+        ),
+        "rljax": (
+            "configs/sac.py:Pendulum-v1",
+            {
+                "total_timesteps": 10_000,
+                "chunk_updates": 0,
+                "sac.num_envs": 1,
+                "sac.rollout_steps": 1,
+                "sac.grad_steps": 1,
+                "sac.buffer_size": 10_000,
+                "sac.batch_size": 256,
+                "sac.learning_starts": 256,
+                "sac.hidden": (64, 64),
+                "sac.activation": "gelu",
+                "hparams.lr_actor": 0.01,
+                "hparams.lr_critic": 0.01,
+                "hparams.lr_alpha": 0.01,
+                "hparams.gamma": 0.99,
+                "hparams.tau": 0.02,
+                "hparams.init_alpha": 1.0,
+                "hparams.target_entropy": -1.0,
+            },
+        ),
+        "differences": "rejax: swish, observations normalized by running statistics; rljax: "
+        "gelu (rljax has no swish), raw observations",
+    },
+    "td3": {
+        "rejax": (
+            "td3",
+            {
+                "env": "Pendulum-v1",
+                "actor_kwargs": {"activation": "swish"},
+                "critic_kwargs": {"activation": "swish"},
+                "num_envs": 1,
+                "buffer_size": 10_000,
+                "fill_buffer": 1000,
+                "batch_size": 100,
+                "learning_rate": 0.001,
+                "num_epochs": 1,
+                "total_timesteps": 10_000,
+                "gamma": 0.99,
+                "polyak": 0.95,
+                "max_grad_norm": 100,
+                "exploration_noise": 0.3,
+                "target_noise": 0.2,
+                "target_noise_clip": 0.5,
+                "policy_delay": 2,
+                "normalize_observations": True,
+            },
+        ),
+        "rljax": (
+            "configs/td3.py:Pendulum-v1",
+            {
+                "total_timesteps": 10_000,
+                "chunk_updates": 0,
+                "td3.num_envs": 1,
+                "td3.rollout_steps": 1,
+                "td3.grad_steps": 1,
+                "td3.buffer_size": 10_000,
+                "td3.batch_size": 100,
+                "td3.learning_starts": 1000,
+                "td3.policy_delay": 2,
+                "td3.hidden": (64, 64),
+                "td3.activation": "gelu",
+                "hparams.lr_actor": 0.001,
+                "hparams.lr_critic": 0.001,
+                "hparams.gamma": 0.99,
+                "hparams.tau": 0.05,
+                "hparams.explore_noise": 0.3,
+                "hparams.target_noise": 0.2,
+                "hparams.noise_clip": 0.5,
+            },
+        ),
+        "differences": "rejax: swish, observations normalized by running statistics, "
+        "per-element gradient clip at 100; rljax: gelu (rljax has no swish), raw observations, "
+        "no clip",
+    },
 }
 
 # Runs in rejax's interpreter: argv = algorithm name, JSON config, seeds.
@@ -178,23 +318,26 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     sys.path.insert(0, os.path.join(ROOT, "experiments"))
     import train as train_entry
 
-    from rljax import envs
-    from rljax.train import experiment, overrides, sweep
+    from rljax import cli, envs
+    from rljax.train import experiment, population
 
     path, arg = ALGOS[algo]["rljax"][0].split(":")
     spec = importlib.util.spec_from_file_location("config_file", os.path.join(ROOT, path))
     config_file = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(config_file)
-    config = overrides.apply(config_file.get_config(arg), dict(ALGOS[algo]["rljax"][1]))
+    config = cli.apply_overrides(config_file.get_config(arg), dict(ALGOS[algo]["rljax"][1]))
     config.num_seeds = seeds
     config.total_timesteps = steps or config.total_timesteps
+    fraction = ALGOS[algo]["rejax"][1].get("exploration_fraction")
+    if fraction is not None:  # rejax decays ε over a fraction of the run, whatever its length
+        config.hparams.eps_decay_steps = round(fraction * config.total_timesteps)
     module, agent_config, run = train_entry.to_dataclasses(config, "/tmp/unused", 1)
     points = experiment.validate_run(run, module, agent_config)
     updates = experiment.num_updates(run, module, agent_config)
     agent_config = dataclasses.replace(agent_config, num_updates=updates)
     env = envs.make(run.env_name)
-    hp = sweep.stack(points, seeds)
-    hparams = module.Hparams(**{k: np.asarray(hp[k], np.float32) for k in module.Hparams._fields})
+    grid = population.grid_hparams(module, points)  # [G] per field, then grid-major [G * S]
+    hparams = jax.tree.map(lambda h: np.repeat(h, seeds), grid)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
 
     def train(key, hp):  # init and the whole run in one program, as rejax's train
@@ -252,36 +395,61 @@ def _final(r: dict) -> str:
     return f"{sum(f) / len(f):.1f} (min {min(f):.0f})"
 
 
+def plan(args) -> list[tuple[str, int, int]]:
+    """``(algorithm, seeds, env steps per seed or 0 for rejax's)`` in the order they run.
+
+    ``--rows`` (``algo:seeds[:steps]``, comma-separated) lists them one by one; otherwise every
+    algorithm of ``--algos`` at every count of ``--seeds``, with ``--steps``.
+    """
+    if args.rows:
+        out = []
+        for item in args.rows.split(","):
+            parts = item.split(":")
+            ok = 2 <= len(parts) <= 3 and parts[0] in ALGOS and all(p.isdigit() for p in parts[1:])
+            if not ok or int(parts[1]) < 1:
+                raise ValueError(
+                    f"--rows: {item!r} is invalid; allowed: algo:seeds[:steps] with algo one of "
+                    f"{', '.join(ALGOS)}, seeds >= 1, steps >= 0"
+                )
+            out.append((parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 0))
+        return out
+    seeds = [int(v) for v in args.seeds.split(",")]
+    return [(algo, s, args.steps) for algo in args.algos.split(",") for s in seeds]
+
+
 def table(args) -> list[dict]:
     rows = []
-    for algo in args.algos.split(","):
-        steps = args.steps or ALGOS[algo]["rejax"][1]["total_timesteps"]
-        print(f"{algo} {ALGOS[algo]['rejax'][1]['env']}, {steps:,} steps per seed, rejax's "
-              f"settings; differences: {ALGOS[algo]['differences']}", flush=True)  # fmt: skip
-        for s in (int(v) for v in args.seeds.split(",")):
-            best = {}
-            for _ in range(args.repeats):
-                for side in ("rejax", "rljax"):
-                    if side == "rejax":
-                        r = theirs(args.rejax_python, algo, s, args.steps)
-                    else:
-                        r = ours(algo, s, args.steps)
-                    r["total_s"] = r["compile_s"] + r["run_s"]
-                    old = best.get(side)
-                    best[side] = r if old is None else {
-                        **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
-                    }  # fmt: skip
-                    print(f"  {s:>3} seeds {side:>5}: compile {r['compile_s']:6.2f} s | run "
-                          f"{r['run_s']:7.2f} s | final {_final(r)} | load "
-                          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
-            o, t = best["rljax"], best["rejax"]
-            row = {"algo": algo, "seeds": s, "rljax": o, "rejax": t}
-            for k in ("compile", "run", "total"):
-                row[f"ratio_{k}"] = t[f"{k}_s"] / o[f"{k}_s"]
-            rows.append(row)
-            print(f"{algo} {s:>3} seeds | rejax/rljax: compile {row['ratio_compile']:.2f}x, run "
-                  f"{row['ratio_run']:.2f}x, total {row['ratio_total']:.2f}x | final rejax "
-                  f"{_final(t)}, rljax {_final(o)}", flush=True)  # fmt: skip
+    for algo, s, steps_arg in plan(args):
+        steps = steps_arg or ALGOS[algo]["rejax"][1]["total_timesteps"]
+        print(f"{algo} {ALGOS[algo]['rejax'][1]['env']}, {s} seeds, {steps:,} steps per seed, "
+              f"rejax's settings; differences: {ALGOS[algo]['differences']}",
+              flush=True)  # fmt: skip
+        best = {}
+        for _ in range(args.repeats):
+            for side in ("rejax", "rljax"):
+                if side == "rejax":
+                    r = theirs(args.rejax_python, algo, s, steps_arg)
+                else:
+                    r = ours(algo, s, steps_arg)
+                r["total_s"] = r["compile_s"] + r["run_s"]
+                old = best.get(side)
+                best[side] = r if old is None else {
+                    **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
+                }  # fmt: skip
+                print(f"  {s:>3} seeds {side:>5}: compile {r['compile_s']:6.2f} s | run "
+                      f"{r['run_s']:7.2f} s | final {_final(r)} | load "
+                      f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+        o, t = best["rljax"], best["rejax"]
+        row = {"algo": algo, "seeds": s, "steps": steps, "rljax": o, "rejax": t}
+        for k in ("compile", "run", "total"):
+            row[f"ratio_{k}"] = t[f"{k}_s"] / o[f"{k}_s"]
+        rows.append(row)
+        if args.json:  # after every row: a run stopped early keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        print(f"{algo} {s:>3} seeds | rejax/rljax: compile {row['ratio_compile']:.2f}x, run "
+              f"{row['ratio_run']:.2f}x, total {row['ratio_total']:.2f}x | final rejax "
+              f"{_final(t)}, rljax {_final(o)}", flush=True)  # fmt: skip
     return rows
 
 
@@ -293,6 +461,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=2, help="alternating rounds per count")
     parser.add_argument("--rejax_python", default=sys.executable, help="rejax's interpreter")
     parser.add_argument("--steps", type=int, default=0, help="env steps per seed (0: rejax's)")
+    parser.add_argument("--rows", default="", help="algo:seeds[:steps],... (overrides the above)")
     parser.add_argument("--json", default="", help="also write the rows to this file")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -309,15 +478,16 @@ def main():
         parser.error(f"--steps={args.steps} is invalid; allowed: an integer >= 0")
     if args.repeats < 1:
         parser.error(f"--repeats={args.repeats} is invalid; allowed: an integer >= 1")
+    try:
+        plan(args)
+    except ValueError as e:
+        parser.error(str(e))
     probe = "from rljax import machine; print(machine.describe())"
     env = {**os.environ, "PYTHONPATH": ROOT}
     print("machine:", subprocess.run([sys.executable, "-c", probe], env=env, check=True,
                                      capture_output=True, text=True).stdout.strip())  # fmt: skip
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
-    rows = table(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    table(args)
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ def test_a_file_size_limit_is_one_error_line():
 
 def test_a_population_too_large_for_memory_is_refused_before_building(tmp_path):
     from rljax import envs
-    from rljax.train import memory
+    from rljax.parallel import population as memory
 
     env = envs.make("CartPole-v1")
     config = dqn.Config()

@@ -39,7 +39,7 @@ import optax
 
 from rljax import checks
 from rljax.agents import learner
-from rljax.lm import curriculum, device_reward, groups, objective, presets
+from rljax.lm import curriculum, device_reward, groups, lora, objective, presets
 from rljax.lm.logprobs import completion_log_probs, completion_token_stats
 from rljax.lm.model import TransformerConfig
 
@@ -65,6 +65,8 @@ class Config:
     eval_levels: int = 0  # also report the quick pass@1 of levels 1..eval_levels
     num_levels: int = 0  # K: levels 1..K the curricula choose among (0: every learner uniform)
     host_scorer: Callable | None = None  # device_reward.host_scorer for reward_kind "host"
+    # None: full-parameter learners; else params are adapters over TaskData's shared base
+    lora: lora.LoraConfig | None = None
 
 
 class Hparams(NamedTuple):
@@ -136,7 +138,7 @@ class TaskData(NamedTuple):
 
 
 class State(NamedTuple):
-    params: dict
+    params: dict  # the policy's parameters; with config.lora only its adapters
     opt_state: optax.OptState
     key: jax.Array  # the learner's root key; step s uses fold_in(key, s)
     step: jax.Array  # updates done (int32)
@@ -185,6 +187,8 @@ def _optimizer(config: Config) -> optax.GradientTransformation:
 def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> State:
     """A learner starting at the base model with root key `key`."""
     params = jax.tree.map(jnp.array, data.base_params)  # a copy: states are donated
+    if config.lora is not None:  # B = 0: the adapted policy starts equal to the base
+        params = lora.init_adapters(data.base_params, config.lora)
     return State(
         params,
         _optimizer(config).init(params),
@@ -194,6 +198,11 @@ def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> St
         # one unused slot without levels: checkpoints cannot hold zero-size arrays
         curriculum.init(max(config.num_levels, 1)),
     )
+
+
+def policy(config: Config, data: TaskData, params):
+    """What `model.forward` runs for a learner's `params` (with LoRA: the base + adapters)."""
+    return lora.with_base(config.lora, data.base_params, params)
 
 
 def act(config: Config, params, prompt_tokens, prompt_mask, key):
@@ -208,14 +217,17 @@ def _choice(hp: Hparams) -> objective.Choice:
 def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_sample):
     """The step's B kept groups (`rljax.lm.groups.draw`)."""
     hp, bandit = state.hparams, state.curriculum
-    return groups.draw(config, data.train, state.params, hp, bandit, key_prompts, key_sample)
+    params = policy(config, data, state.params)
+    return groups.draw(config, data.train, params, hp, bandit, key_prompts, key_sample)
 
 
-def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norms: objective.Norms):
+def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norms, base=None):
     """The micro-batch's contribution to its minibatch's loss. Returns (loss, metrics).
 
     `refs`: the micro-batch's `groups.RefSamples` (None when `config.reference_samples` is 0).
+    `base`: with `config.lora`, the frozen base the adapters `params` apply to (no gradient).
     """
+    params = lora.with_base(config.lora, base, params)
     logp, entropy, mean_log_probs = completion_token_stats(
         params,
         config.model,
@@ -273,7 +285,8 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     )
     ro = _rollout(config, data, state, k_prompts, k_sample)
     seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
-    old_logp, _, old_mean_log_probs = completion_token_stats(state.params, config.model, *seqs, G)
+    current = policy(config, data, state.params)
+    old_logp, _, old_mean_log_probs = completion_token_stats(current, config.model, *seqs, G)
     ref_logp, _ = completion_log_probs(data.base_params, config.model, *seqs, G)
     penalty = objective.kl_reward_penalty(choice, old_logp, ref_logp, ro.mask)
     group_mask = jnp.broadcast_to(ro.group_valid[:, None], (B, G))
@@ -307,7 +320,8 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
         if refs is not None:
             ref_rows = (group[:, None] * R + jnp.arange(R)).reshape(-1)
             micro_refs = jax.tree.map(lambda v: v[ref_rows], refs)
-        (_, metrics), grads = grad_fn(params, config, hp, micro, micro_refs, norm)
+        base = data.base_params  # with LoRA the frozen base (no gradient), else unused
+        (_, metrics), grads = grad_fn(params, config, hp, micro, micro_refs, norm, base)
         acc = jax.tree.map(lambda a, g: a + jnp.where(is_active, g, 0.0), acc, grads)
         updates, new_opt = optimizer.update(acc, opt_state, params)
         new_params = jax.tree.map(
@@ -377,7 +391,7 @@ def train_chunk(
     `"eval/pass@1"` is NaN except at the chunk's last update.
     """
     state, metrics = learner.train_chunk(update, config, data, state, num_updates)
-    correct = _eval_correct(config, data, state.params, state.step)
+    correct = _eval_correct(config, data, policy(config, data, state.params), state.step)
     last = lambda x: jnp.full((num_updates,), jnp.nan).at[-1].set(x)  # noqa: E731
     metrics["eval/pass@1"] = last(jnp.mean(correct))
     for level in range(1, config.eval_levels + 1):  # NaN where the set has no such level

@@ -1,7 +1,10 @@
 """Discrete offline RL: BC, offline DQN, QR-DQN, IQN, CQL, BCQ and CRR on a fixed dataset.
 
-One agent module, the algorithm a static choice (``Config.algo``) of which loss runs; the
-networks, sampling, optimizer and target network are shared. The ``env`` of the learner
+One agent module; the algorithm is data: ``Config.algo`` names an entry of ``ALGOS``, an
+``Algo`` that says which networks train, the value head, the TD target, the extra loss terms
+and how the learner acts; the code reads those fields and never branches on a name, so an
+algorithm built from these parts is one table row. Networks, sampling, optimizer and target
+network are shared. The ``env`` of the learner
 contract is the ``rljax.offline_data.Dataset`` (an array pytree, so a batch of datasets, or the
 same transitions under uniform and return-weighted sampling, is one ``jax.vmap`` axis); no
 environment is touched during training.
@@ -39,15 +42,29 @@ from rljax.losses import offline as offline_losses
 from rljax.losses import reduce
 from rljax.nets import ACTIVATIONS, distributions, q_heads
 
-ALGOS = ("bc", "dqn", "qr_dqn", "iqn", "cql", "bcq", "crr")
-_NETS = {  # which networks each algorithm trains: "q" (values), "pi" (policy / imitation)
-    "bc": ("pi",),
-    "dqn": ("q",),
-    "qr_dqn": ("q",),
-    "iqn": ("q",),
-    "cql": ("q",),
-    "bcq": ("q", "pi"),
-    "crr": ("q", "pi"),
+
+@dataclasses.dataclass(frozen=True)
+class Algo:
+    """What one offline algorithm is made of (static)."""
+
+    nets: tuple[str, ...]  # networks it trains: "q" (values), "pi" (policy / imitation model)
+    head: str = "huber"  # the value head: "huber" (scalar Q), "qr" (QR-DQN), "iqn" (IQN)
+    bc: bool = False  # behavior cloning of "pi" on the data's actions
+    target: str = "max"  # TD target: "max" (argmax Q_target), "bcq" (over BCQ's allowed
+    # actions, online Q picks), "expected" (expected SARSA under π: CRR)
+    cql: bool = False  # CQL(H)'s α (log Σ exp Q − Q(s, a)) regularizer
+    crr_actor: bool = False  # CRR's advantage-weighted actor loss on "pi"
+    act: str = "q"  # greedy on: "q" (Q-values), "pi" (policy logits), "bcq" (allowed Q)
+
+
+ALGOS = {
+    "bc": Algo(nets=("pi",), bc=True, act="pi"),
+    "dqn": Algo(nets=("q",)),
+    "qr_dqn": Algo(nets=("q",), head="qr"),
+    "iqn": Algo(nets=("q",), head="iqn"),
+    "cql": Algo(nets=("q",), cql=True),
+    "bcq": Algo(nets=("q", "pi"), bc=True, target="bcq", act="bcq"),
+    "crr": Algo(nets=("q", "pi"), target="expected", crr_actor=True, act="pi"),
 }
 
 
@@ -129,12 +146,13 @@ class State(NamedTuple):
 
 
 def head(config: Config) -> q_heads.Head:
-    """The value head: QR quantiles for ``qr_dqn``, IQN for ``iqn``, a scalar Huber Q otherwise."""
-    if config.algo == "qr_dqn":
-        return q_heads.QR(num_bins=config.num_quantiles, kappa=config.huber_delta)
-    if config.algo == "iqn":
-        return q_heads.IQN(num_tau=config.num_quantiles, kappa=config.huber_delta)
-    return q_heads.Huber(delta=config.huber_delta)
+    """The algorithm's value head (``Algo.head``) with the config's settings."""
+    heads = {
+        "huber": lambda: q_heads.Huber(delta=config.huber_delta),
+        "qr": lambda: q_heads.QR(num_bins=config.num_quantiles, kappa=config.huber_delta),
+        "iqn": lambda: q_heads.IQN(num_tau=config.num_quantiles, kappa=config.huber_delta),
+    }
+    return heads[ALGOS[config.algo].head]()
 
 
 def networks(config: Config) -> dict:
@@ -143,7 +161,7 @@ def networks(config: Config) -> dict:
         "q": head(config).network(config.num_actions, config.hidden, config.activation),
         "pi": q_heads.QNetwork(config.num_actions, 1, config.hidden, config.activation),
     }
-    return {name: nets[name] for name in _NETS[config.algo]}
+    return {name: nets[name] for name in ALGOS[config.algo].nets}
 
 
 def init(config: Config, data: offline_data.Dataset, key: jax.Array, hparams: Hparams) -> State:
@@ -184,10 +202,10 @@ def _outputs(
 
 def act(config: Config, params: dict, obs: jax.Array, hparams: Hparams) -> jax.Array:
     """Greedy actions ``[B]`` (int32) for observations ``[B, ...]``."""
-    out = _outputs(config, params, obs)
-    if config.algo in ("bc", "crr"):
+    out, how = _outputs(config, params, obs), ALGOS[config.algo].act
+    if how == "pi":
         return jnp.argmax(out["logits"], axis=-1).astype(jnp.int32)
-    if config.algo == "bcq":
+    if how == "bcq":
         allowed = offline_losses.bcq_allowed(out["logits"], threshold=hparams.bcq_threshold)
         return offline_losses.masked_argmax(out["q"], allowed)
     return jnp.argmax(out["q"], axis=-1).astype(jnp.int32)
@@ -201,13 +219,13 @@ def loss_fn(
 
     ``key``: IQN's fractions, drawn independently for the online and the target outputs.
     """
-    a_t = batch.action
+    algo, a_t = ALGOS[config.algo], batch.action
     discount_t = hparams.gamma * (1.0 - batch.terminated)
     keys = (None, None) if key is None else tuple(jax.random.split(key))
     out_t = _outputs(config, params, batch.obs, keys[0])
     metrics = {}
     loss = jnp.zeros(())
-    if config.algo in ("bc", "bcq"):  # (imitation model of) the behavior policy
+    if algo.bc:  # (imitation model of) the behavior policy
         bc = -distributions.categorical_log_prob(out_t["logits"], a_t)
         loss = loss + reduce.masked_mean(bc)
         metrics["loss/bc"] = reduce.masked_mean(bc)
@@ -216,11 +234,11 @@ def loss_fn(
             jax.lax.stop_gradient, _outputs(config, target_params, batch.next_obs, keys[1])
         )
         a_tp1 = None  # argmax_a Q_target(s', a) (DQN, QR-DQN, IQN, CQL)
-        if config.algo == "bcq":
+        if algo.target == "bcq":
             nxt = jax.lax.stop_gradient(_outputs(config, params, batch.next_obs))
             allowed = offline_losses.bcq_allowed(nxt["logits"], threshold=hparams.bcq_threshold)
             a_tp1 = offline_losses.masked_argmax(nxt["q"], allowed)
-        if config.algo == "crr":
+        if algo.target == "expected":
             probs_tp1 = jax.nn.softmax(
                 jax.lax.stop_gradient(_outputs(config, params, batch.next_obs)["logits"]), -1
             )
@@ -236,11 +254,11 @@ def loss_fn(
         loss = loss + reduce.masked_mean(td)
         metrics["loss/td"] = reduce.masked_mean(td)
         metrics["q/taken"] = reduce.masked_mean(jnp.take_along_axis(out_t["q"], a_t[:, None], -1))
-    if config.algo == "cql":
+    if algo.cql:
         penalty = reduce.masked_mean(offline_losses.cql_penalty(out_t["q"], a_t))
         loss = loss + hparams.cql_alpha * penalty
         metrics["loss/cql"] = penalty
-    if config.algo == "crr":
+    if algo.crr_actor:
         weight = offline_losses.crr_weight(
             jax.lax.stop_gradient(out_t["q"]), out_t["logits"], a_t, beta=hparams.crr_beta
         )

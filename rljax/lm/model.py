@@ -27,6 +27,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from rljax.lm import lora
+
 FAMILIES = ("tiny", "llama", "qwen2", "qwen3")
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -256,11 +258,17 @@ def num_params(params) -> int:
 
 def forward(params, cfg: TransformerConfig, tokens, positions, attn_mask, cache=None, index=0):
     """Applies the transformer. Shapes: tokens/positions `[B, T]`, attn_mask `[B, T, S]` bool,
-    with S = T without a cache and S = cache length with one. Returns (logits [B, T, V], cache)."""
+    with S = T without a cache and S = cache length with one. Returns (logits [B, T, V], cache).
+
+    `params` may be a `lora.Adapted` (a frozen base plus low-rank adapters), run unmerged."""
     chex.assert_rank([tokens, positions, attn_mask], [2, 2, 3])
     if cfg.dtype != "float32":  # the float32 masters stay outside; gradients flow through
         params = cast(params, cfg.compute_dtype)
-    return Transformer(cfg).apply({"params": params}, tokens, positions, attn_mask, cache, index)
+    args = (tokens, positions, attn_mask, cache, index)
+    if isinstance(params, lora.Adapted):
+        with lora.applied(params):
+            return Transformer(cfg).apply({"params": params.base}, *args)
+    return Transformer(cfg).apply({"params": params}, *args)
 
 
 def cast(params, dtype):

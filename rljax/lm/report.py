@@ -11,7 +11,7 @@ import matplotlib
 import numpy as np
 
 from rljax import stats
-from rljax.lm import rollout, tokenizer
+from rljax.lm import lora, rollout, tokenizer
 from rljax.lm.data import spread
 from rljax.lm.tasks import TASKS
 
@@ -111,8 +111,24 @@ def evaluate_learners(run, agent_cfg, states, base_params, test, points, key, to
     params = jax.device_get(states.params)
     learners = []
     for a in range(len(points) * run.num_seeds):
-        learners.append(evaluate(jax.tree.map(lambda x, a=a: x[a], params)))
+        own = jax.tree.map(lambda x, a=a: x[a], params)
+        if agent_cfg.lora is not None:  # LoRA: sampled merged, as exported
+            own = lora.merge(base_params, own, agent_cfg.lora)
+        learners.append(evaluate(own))
     return base, learners
+
+
+def timings(summary, base_s: float, eval_s: float, num_learners: int) -> dict:
+    """A run's times and size, as results.md lists them (`summary`: a `loop.Summary`)."""
+    return {
+        "base_seconds": round(base_s, 1),
+        "rl_compile_seconds": round(summary.compile_s, 1),
+        "rl_seconds": round(summary.run_s, 1),
+        "eval_seconds": round(eval_s, 1),
+        "num_learners": num_learners,
+        "rl_steps": summary.updates_done,
+        "interrupted": summary.interrupted,
+    }
 
 
 def write_report(run, points, values, base, learners, timings, workdir) -> str:

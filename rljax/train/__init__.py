@@ -1,5 +1,5 @@
-"""Host-side training: the one loop, population experiments, plots and sweeps."""
+"""Host-side training: the one population pipeline, its loop, front ends and sweeps."""
 
-from rljax.train import loop, plots, sweep
+from rljax.train import loop, population, sweep
 
-__all__ = ["loop", "plots", "sweep"]
+__all__ = ["loop", "population", "sweep"]

@@ -16,7 +16,7 @@ from rljax.io import fingerprint, workdir_lock
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population as population_rules
 from rljax.parallel import sharding
-from rljax.train import loop, memory, population, sweep
+from rljax.train import loop, population, sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,12 +100,6 @@ def num_updates(run: RunConfig, agent: agents.Learner, agent_config) -> int:
     return run.total_timesteps // agent.env_steps_per_update(agent_config)
 
 
-def chunk_size(total: int, requested: int) -> int:
-    """The largest divisor of ``total`` not above ``requested`` (``0``: about ``total / 16``)."""
-    target = requested or max(1, round(total / 16))
-    return max(d for d in range(1, min(target, total) + 1) if total % d == 0)
-
-
 def spec(agent, agent_config, env, run: RunConfig, points: list[dict], total=1, updates=1):
     """The run's ``population.Spec`` (``total`` updates in chunks of ``updates``)."""
     hparams = population.grid_hparams(agent, points)
@@ -156,11 +150,11 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
         workdir_lock.acquire(run_config.workdir)
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     # A resumed run's chunks must land on its checkpoint and on the (possibly extended) budget.
-    updates = chunk_size(total, run_config.chunk_updates)
+    updates = loop.chunk_size(total, run_config.chunk_updates)
     if start and start % updates:
-        updates = chunk_size(math.gcd(total, start), updates)
+        updates = loop.chunk_size(math.gcd(total, start), updates)
     env = envs.make(run_config.env_name)
-    memory.check_population(  # a population that cannot fit is refused before it compiles
+    population_rules.check_population(  # a population that cannot fit is refused before compiling
         agent, agent_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
     )
     try:

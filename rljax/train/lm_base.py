@@ -67,11 +67,6 @@ def cache_key(
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def chunk_steps(steps: int) -> int:
-    """The largest divisor of `steps` up to CHUNK_STEPS (the loop's chunks must divide the run)."""
-    return max(d for d in range(1, min(steps, CHUNK_STEPS) + 1) if steps % d == 0)
-
-
 def train(
     cfg: sft.SFTConfig,
     model_cfg: TransformerConfig,
@@ -95,7 +90,7 @@ def train(
     if workdir is None:
         with tempfile.TemporaryDirectory() as tmp:
             return train(cfg, model_cfg, task, problems, tmp, progress, tok)
-    n = chunk_steps(cfg.steps)
+    n = loop.chunk_size(cfg.steps, CHUNK_STEPS)
     loop_cfg = loop.LoopConfig(
         workdir=workdir,
         title=f"SFT {task.name}",

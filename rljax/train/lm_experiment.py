@@ -22,14 +22,15 @@ import numpy as np
 
 from rljax import checks
 from rljax.agents import grpo, learner
-from rljax.io import fingerprint, workdir_lock
-from rljax.lm import device_reward, presets, pretrained, report, selection, sft
+from rljax.io import base_reference, fingerprint, workdir_lock
+from rljax.lm import device_reward, lora, presets, pretrained, report, selection, sft
 from rljax.lm.data import completion_length, prompt_length, spread
 from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
-from rljax.lm.tasks.builders import load_problems
+from rljax.lm.tasks.builders import level_splits
 from rljax.parallel import mesh as mesh_lib
 from rljax.train import lm_base, loop, population
+from rljax.train import sweep as sweep_lib
 
 SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
 # Fields a resumed run may change: the budget, logging and the final evaluation. Any other
@@ -38,6 +39,11 @@ RESUMABLE_FIELDS = (
     "steps", "checkpoint_every", "progress", "final_problems", "final_samples", "resume",
     "workdir", "cpu_devices",
 )  # fmt: skip
+
+INT_FIELDS = dict.fromkeys(  # integer fields and their lowest allowed value
+    ("num_seeds", "steps", "chunk_steps", "checkpoint_every", "prompts_per_step", "oversample",
+     "eval_problems", "final_problems", "final_samples", "cpu_devices"), 1,
+) | {"group_size": 2, "reference_samples": 0, "train_problems": 0}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +86,7 @@ class LMRunConfig:
     # SELF-style data curation: RL draws only from this fraction of its training problems, those
     # whose reference solution the SFT base finds least likely (0 = all problems).
     least_likely: float = 0.0
+    lora: tuple[tuple[str, object], ...] = ()  # rank, alpha, targets; (): full, unfingerprinted
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -120,24 +127,18 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         resume=config.resume,
         progress=config.progress,
         cpu_devices=cpu_devices,
+        lora=tuple(config.lora.items()) if config.lora.rank else (),
     )
 
 
-def _parse(field: str, text: str) -> list:
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    if field == "preset" or field in presets.CHOICES:
-        return values
-    try:
-        return [int(v) if field in grpo.INT_FIELDS else float(v) for v in values]
-    except ValueError:
-        raise ValueError(
-            f"sweep.{field}={text!r} is not a comma-separated list of numbers"
-        ) from None
+def _kind(field: str):  # names (presets, choices) stay strings
+    choice = field == "preset" or field in presets.CHOICES
+    return str if choice else int if field in grpo.INT_FIELDS else float
 
 
 def grid(run: LMRunConfig) -> list[dict]:
     """Grid points: `run.design` if given, else one dict per combination of swept values."""
-    sweep = {k: _parse(k, v) for k, v in run.sweep if v.strip()}
+    sweep = {k: sweep_lib.parse_values(k, v, _kind(k)) for k, v in run.sweep if v.strip()}
     if run.design:
         return _design(run.design, sweep)
     unknown = sorted(set(sweep) - set(SWEEPABLE))
@@ -190,13 +191,8 @@ def validate(run: LMRunConfig) -> list[dict]:
     top = run.max_level or TASKS[run.task].num_levels
     if isinstance(run.min_level, bool) or not 1 <= run.min_level <= top:
         raise ValueError(f"min_level={run.min_level!r} is invalid; allowed: 1..{top} (max_level)")
-    for name in ("num_seeds", "steps", "chunk_steps", "checkpoint_every", "prompts_per_step"):
-        checks.check_int(name, getattr(run, name), low=1)
-    for name in ("oversample", "eval_problems", "final_problems", "final_samples"):
-        checks.check_int(name, getattr(run, name), low=1)
-    checks.check_int("group_size", run.group_size, low=2)
-    checks.check_int("reference_samples", run.reference_samples, low=0)
-    checks.check_int("train_problems", run.train_problems, low=0)
+    for name, low in INT_FIELDS.items():
+        checks.check_int(name, getattr(run, name), low=low)
     if isinstance(run.least_likely, bool) or not 0.0 <= run.least_likely < 1.0:
         raise ValueError(
             f"least_likely={run.least_likely!r} is invalid; allowed: a fraction in [0, 1) "
@@ -207,7 +203,6 @@ def validate(run: LMRunConfig) -> list[dict]:
             f"least_likely={run.least_likely} with train_problems={run.train_problems}: choose "
             "one way to select the training problems (set the other to 0)"
         )
-    checks.check_int("cpu_devices", run.cpu_devices, low=1)
     if run.steps % run.chunk_steps:
         raise ValueError(
             f"chunk_steps={run.chunk_steps} does not divide steps={run.steps}; allowed: a divisor"
@@ -255,26 +250,14 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         eval_levels=task.num_levels,
         num_levels=task.num_levels,
         eval_seed=run.seed,
+        lora=lora.from_fields(dict(run.lora)),
     )
 
 
-def _split(run: LMRunConfig, split: str, min_level: int = 1):
-    task = TASKS[run.task]
-    max_level = run.max_level or task.num_levels
-    problems = [
-        p
-        for p in load_problems(task.name, split, run.data_dir)
-        if min_level <= p.level <= max_level
-    ]
-    return sorted(problems, key=lambda p: (p.level, p.prompt)) if split == "test" else problems
-
-
 def problems(run: LMRunConfig) -> tuple[list, list, list]:
-    """(SFT problems, RL training problems, held-out problems) of a run."""
-    sft_problems = _split(run, "train")  # the base sees every level up to max_level
-    train = [p for p in sft_problems if p.level >= run.min_level]
-    train = train[: run.train_problems] if run.train_problems else train  # 1-shot RLVR & co.
-    return sft_problems, train, _split(run, "test", run.min_level)
+    """(SFT problems, RL training problems, held-out problems) of a run (`level_splits`)."""
+    levels = dict(max_level=run.max_level, min_level=run.min_level)
+    return level_splits(run.task, run.data_dir, **levels, train_problems=run.train_problems)
 
 
 def build(run: LMRunConfig, points: list[dict]):
@@ -328,6 +311,7 @@ def spec(run_cfg: LMRunConfig, agent_cfg, data, hparams: list[dict], points) -> 
         grid=tuple(points),
         env_as_argument=True,
         mesh=mesh,
+        keep_metrics=True,  # the reproductions read every learner's curves in memory
     )
 
 
@@ -341,28 +325,44 @@ LOOP_OPTIONS = dict(  # the host loop's settings of an RLVR population
 )
 
 
-def run(run_cfg: LMRunConfig):
-    """Validates, builds, trains the population, evaluates and reports.
+@dataclasses.dataclass
+class Outcome:
+    """A population run in memory (on process 0 after training; else states and summary only)."""
 
-    Returns:
-      (final states, loop Summary, results markdown).
-    """
+    states: object  # final learner states [A, ...] (None: the run had finished already)
+    summary: loop.Summary
+    text: str = ""  # results.md
+    base: dict | None = None  # the base's held-out evaluation (rljax.lm.evaluation.summarize)
+    learners: list | None = None  # the same per learner, grid-major
+    values: list | None = None  # every grid point's full preset fields
+    metrics: dict | None = None  # every training metric per learner, {key: [A, updates run]}
+
+
+def run(run_cfg: LMRunConfig):
+    """``train`` as (final states, loop Summary, results markdown)."""
+    outcome = train(run_cfg)
+    return outcome.states, outcome.summary, outcome.text
+
+
+def train(run_cfg: LMRunConfig) -> Outcome:
+    """Validates, builds, trains the population, evaluates and reports (results.md/json)."""
     points = validate(run_cfg)
-    config = dataclasses.asdict(run_cfg)
+    config = {k: v for k, v in dataclasses.asdict(run_cfg).items() if v or k != "lora"}
     start = fingerprint.resume_point(
         run_cfg.workdir,
         config,
-        mutable=RESUMABLE_FIELDS,
+        mutable=(*RESUMABLE_FIELDS, base_reference.FIELD),  # the base is checked once built
         num_updates=run_cfg.steps,
         resume=run_cfg.resume,
     )
     if start == run_cfg.steps:  # finished already: nothing to build, compile or run
-        return None, loop.load_summary(run_cfg.workdir, run_cfg.steps), ""
+        return Outcome(None, loop.load_summary(run_cfg.workdir, run_cfg.steps))
     if jax.process_index() == 0:  # one run per workdir, refused before anything is built
         workdir_lock.acquire(run_cfg.workdir)
     t0 = time.perf_counter()
     agent_cfg, data, hparams, values, test, info = build(run_cfg, points)
     base_s = time.perf_counter() - t0
+    base_reference.record(config, run_cfg.workdir, data.base_params, resume=run_cfg.resume)
     print(
         f"base: {num_params(data.base_params):,} params, cached={info['cached']}, "
         f"{base_s:.0f} s ({info['path']})"
@@ -379,22 +379,15 @@ def run(run_cfg: LMRunConfig):
     )
     states, summary = result.states, result.summary
     if jax.process_index() != 0:
-        return states, summary, ""
+        return Outcome(states, summary)
     t1 = time.perf_counter()
     key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)  # quick evals: steps >= 1
     tok = pretrained.tokenizer(dict(run_cfg.model))
     base, learners = report.evaluate_learners(
         run_cfg, agent_cfg, states, data.base_params, test, points, key, tok
     )
-    timings = {
-        "base_seconds": round(base_s, 1),
-        "rl_compile_seconds": round(summary.compile_s, 1),
-        "rl_seconds": round(summary.run_s, 1),
-        "eval_seconds": round(time.perf_counter() - t1, 1),
-        "num_learners": len(points) * run_cfg.num_seeds,
-        "rl_steps": summary.updates_done,
-        "interrupted": summary.interrupted,
-    }
+    learners_run = len(points) * run_cfg.num_seeds
+    timings = report.timings(summary, base_s, time.perf_counter() - t1, learners_run)
     text = report.write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
     workdir_lock.release(run_cfg.workdir)
-    return states, summary, text
+    return Outcome(states, summary, text, base, learners, values, result.metrics)

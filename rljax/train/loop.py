@@ -122,7 +122,7 @@ def run(
     chunk_fn: Callable[..., tuple[Any, dict]],
     *args: Any,
     feed: Callable[[int, int], tuple] | None = None,
-    after_chunk: Callable[[Any, int], None] | None = None,
+    after_chunk: Callable[[Any, int, dict], None] | None = None,
 ) -> tuple[Any, Summary]:
     """Trains ``states`` (leaves ``[A, ...]``) by repeated calls of the jitted ``chunk_fn``.
 
@@ -137,8 +137,8 @@ def run(
       feed: a host data pipeline, ``(first_update, n) -> fed``: the extra arguments of the chunk
         doing updates ``first_update + 1 .. first_update + n`` (e.g. SFT batches stacked
         ``[n, ...]``). It is asked for the chunks in order, from the resume point on.
-      after_chunk: ``(states, updates done) -> None`` after every chunk that trained (e.g. an
-        evaluation), before the checkpoint; not after a chunk with a NaN loss.
+      after_chunk: ``(states, updates done, the chunk's metrics) -> None`` after every chunk
+        that trained (e.g. an evaluation), before the checkpoint; not after a NaN loss.
 
     Returns:
       The final states and the run ``Summary``. Raises ``NonFiniteLossError`` on NaN/inf losses,
@@ -231,7 +231,7 @@ def run(
                 chunks_done += 1
                 elapsed = time.perf_counter() - t0
                 sps = chunks_done * cfg.chunk_updates * cfg.env_steps_per_update * num_agents
-                with np.errstate(all="ignore"), records.quiet():
+                with records.quiet():
                     bar.set_postfix(
                         {
                             f"{cfg.x_name.replace('_', '-')}/s": f"{sps / elapsed:,.0f}",
@@ -242,7 +242,7 @@ def run(
                 if nonfinite is not None:
                     break
                 if after_chunk is not None:
-                    after_chunk(states, update)
+                    after_chunk(states, update, metrics)
                 if flag.stop:
                     interrupted, stop_signal = True, flag.signum
                     break
@@ -257,7 +257,7 @@ def run(
     if primary:
         writer.write_csv()
         records.plot(cfg, writer.read())
-    with np.errstate(all="ignore"), records.quiet():
+    with records.quiet():
         final = np.where(win_count > 0, win_sum / np.maximum(win_count, 1), np.nan)
     summary = Summary(
         final_return=final.reshape(len(cfg.grid), cfg.num_seeds),
@@ -308,6 +308,12 @@ def run(
     return states, summary
 
 
+def chunk_size(total: int, requested: int) -> int:
+    """The largest divisor of ``total`` not above ``requested`` (``0``: about ``total / 16``)."""
+    target = requested or max(1, round(total / 16))
+    return max(d for d in range(1, min(target, total) + 1) if total % d == 0)
+
+
 def load_summary(workdir: str, num_updates: int) -> Summary:
     """The ``Summary`` of a finished run from its ``summary.json`` (NaN returns if it is gone)."""
     try:
@@ -315,10 +321,7 @@ def load_summary(workdir: str, num_updates: int) -> Summary:
             data = json.load(f)
     except (OSError, ValueError):
         data = {}
-    final = np.asarray(
-        [[np.nan if v is None else v for v in g] for g in data.get("final_return", [[None]])],
-        np.float64,
-    )
+    final = np.asarray(data.get("final_return", [[None]]), np.float64)  # None (no score): NaN
     per_update = data.get("env_steps_per_agent", 0) // max(data.get("updates", 1), 1)
     return Summary(
         final_return=final,

@@ -50,6 +50,7 @@ class Spec:
     # Optional hook after every chunk: jittable (states[A], key) -> pytree of [A, ...] arrays
     # (e.g. greedy returns, a held-out pass@1); its results come back in Result.evaluations.
     evaluate: Callable[[Any, jax.Array], Any] | None = None
+    keep_metrics: bool = False  # True: every training metric comes back in Result.metrics
 
     @property
     def num_learners(self) -> int:
@@ -64,6 +65,7 @@ class Result:
     summary: loop.Summary
     evaluations: Any = None  # the hook's outputs stacked [A, chunks run, ...] (None: no hook)
     eval_updates: tuple[int, ...] = ()  # the update after which each evaluation ran
+    metrics: dict | None = None  # with spec.keep_metrics: {key: [A, updates run here]}
 
 
 def check_grid(learner: agents.Learner, points: list[dict]) -> None:
@@ -162,9 +164,7 @@ def run(spec: Spec, **loop_options) -> Result:
     """
     mesh = None if spec.mesh is None else mesh_lib.make_mesh(spec.mesh)
     env = spec.env
-    if (
-        spec.env_as_argument and mesh is not None
-    ):  # shared data (a restored base sits on one device)
+    if spec.env_as_argument and mesh is not None:  # shared data (a restored base: one device)
         env = jax.device_put(env, sharding.replicated(mesh))
     states, shardings = init_on_mesh(spec, mesh)
     loop_cfg = loop.LoopConfig(
@@ -175,13 +175,13 @@ def run(spec: Spec, **loop_options) -> Result:
         grid=tuple(spec.grid),
         **loop_options,
     )
-    evaluations, eval_updates, hook = [], [], None
-    if spec.evaluate is not None:
-        evaluate = jax.jit(spec.evaluate)
-        eval_root = learner_lib.eval_key(spec.seed)
+    evaluations, eval_updates, kept = [], [], []
+    evaluate = None if spec.evaluate is None else jax.jit(spec.evaluate)
 
-        def hook(states, update):
-            key = jax.random.fold_in(eval_root, update)
+    def hook(states, update, metrics):
+        kept.extend([metrics] if spec.keep_metrics else [])
+        if evaluate is not None:
+            key = jax.random.fold_in(learner_lib.eval_key(spec.seed), update)
             evaluations.append(jax.device_get(evaluate(states, key)))
             eval_updates.append(update)
 
@@ -189,4 +189,5 @@ def run(spec: Spec, **loop_options) -> Result:
     states, summary = loop.run(loop_cfg, states, fn, *args, after_chunk=hook)
     stack = lambda *e: np.stack(e, axis=1)  # noqa: E731
     stacked = jax.tree.map(stack, *evaluations) if evaluations else None
-    return Result(states, summary, stacked, tuple(eval_updates))
+    metrics = {k: np.concatenate([m[k] for m in kept], 1) for k in kept[0]} if kept else None
+    return Result(states, summary, stacked, tuple(eval_updates), metrics)

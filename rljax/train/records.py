@@ -2,12 +2,18 @@
 learner, NaN and divergence checks, and the learning-curve plot. `cfg` is the loop's `LoopConfig`.
 """
 
+import contextlib
 import os
+import warnings
 from typing import Any
 
+import matplotlib
 import numpy as np
 
-from rljax.train import plots, sweep
+from rljax.train import sweep
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 
 STATS = ("mean", "min", "max")
 
@@ -49,14 +55,14 @@ def rows(cfg, metrics: dict[str, np.ndarray], first_update: int, carried: np.nda
             if cfg.rows_per_learner:
                 row["seed"] = sl.start % num_seeds
             row.update({k: cfg.grid[g][k] for k in fields})
-            with np.errstate(all="ignore"), quiet():
+            with quiet():
                 r = carried[sl]
                 row[f"{name}/mean"] = float(np.nanmean(r))
                 row[f"{name}/min"] = float(np.nanmin(r))
                 row[f"{name}/max"] = float(np.nanmax(r))
             for key, value in metrics.items():
                 if key != cfg.score_key:
-                    with np.errstate(all="ignore"), quiet():
+                    with quiet():
                         row[key] = float(np.nanmean(value[sl, i]))
             rows.append(row)
     return rows
@@ -70,16 +76,14 @@ def learner_name(cfg, agent: int) -> str:
     return f"learner {agent} (grid point {g}: {point}; seed {seed})"
 
 
-class quiet:
-    def __enter__(self):
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        self._w.__exit__(*exc)
+@contextlib.contextmanager
+def quiet():
+    """Silences NumPy's warnings about NaN statistics (a learner with no score yet is NaN)."""
+    with (
+        np.errstate(all="ignore"),
+        warnings.catch_warnings(action="ignore", category=RuntimeWarning),
+    ):
+        yield
 
 
 def check_finite(cfg, metrics: dict[str, np.ndarray], update: int) -> None:
@@ -110,7 +114,7 @@ class DivergenceWatch:
     def update(self, metrics: dict[str, np.ndarray], update: int) -> None:
         end = update + next(iter(metrics.values())).shape[1]
         if "episode/return" in metrics:
-            with np.errstate(all="ignore"), quiet():
+            with quiet():
                 seen = np.nanmax(np.abs(metrics["episode/return"]), axis=1)
             seen = np.nan_to_num(seen, nan=0.0)
             self.scale = seen if self.scale is None else np.maximum(self.scale, seen)
@@ -138,6 +142,7 @@ class DivergenceWatch:
 
 
 def plot(cfg, rows: list[dict]) -> None:
+    """Saves ``workdir/curves.png``: per grid point, the mean over seeds with a min..max band."""
     if not rows:
         return
     num_grid = len(cfg.grid)
@@ -154,21 +159,25 @@ def plot(cfg, rows: list[dict]) -> None:
             value = r[key]
             values[r["grid"], j, index[r["update"]]] = np.nan if value is None else value
     if cfg.rows_per_learner:
-        with np.errstate(all="ignore"), quiet():
+        with quiet():
             values = np.stack(
                 [np.nanmean(values, 1), np.nanmin(values, 1), np.nanmax(values, 1)], axis=1
             )
     measured = ~np.all(np.isnan(values[:, 0]), axis=0)  # e.g. evaluations only at chunk ends
     fields = sweep.swept_fields(list(cfg.grid))
-    labels = [sweep.label(p, fields) for p in cfg.grid]
     x = np.asarray(updates)[measured] * cfg.env_steps_per_update
-    plots.band_curves(
-        x,
-        values[..., measured],
-        labels,
-        os.path.join(cfg.workdir, "curves.png"),
-        title=cfg.title,
-        num_seeds=cfg.num_seeds,
-        xlabel=f"{cfg.x_name.replace('_', ' ')} per learner",
-        ylabel="episode return" if name == "return" else name,
-    )
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    for g, point in enumerate(cfg.grid):
+        mean, low, high = values[g][..., measured]
+        label = sweep.label(point, fields)
+        line_name = f"mean of {cfg.num_seeds} seeds, band min-max"
+        line = ax.plot(x, mean, lw=1.8, label=f"{label}: {line_name}" if label else line_name)
+        ax.fill_between(x, low, high, color=line[0].get_color(), alpha=0.2, lw=0)
+    ax.set_xlabel(f"{cfg.x_name.replace('_', ' ')} per learner")
+    ax.set_ylabel("episode return" if name == "return" else name)
+    ax.set_title(cfg.title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(cfg.workdir, "curves.png"))
+    plt.close(fig)

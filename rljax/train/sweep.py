@@ -6,19 +6,15 @@ Agents are laid out grid-major: agent ``a`` is grid point ``a // num_seeds``, se
 
 import itertools
 
-import numpy as np
 
-
-def parse_values(field: str, text: str) -> tuple[float, ...]:
-    """Parses ``"1e-4,3e-4"`` into floats; an empty string means "not swept".
+def parse_values(field: str, text: str, kind=float) -> tuple:
+    """Parses ``"1e-4,3e-4"`` into ``kind`` values (float, int, str); "" means "not swept".
 
     Raises:
       ValueError: naming the field and the bad text.
     """
-    if not text.strip():
-        return ()
     try:
-        return tuple(float(v) for v in text.split(","))
+        return tuple(kind(v.strip()) for v in text.split(",") if v.strip())
     except ValueError:
         raise ValueError(
             f"sweep.{field}={text!r} is not a comma-separated list of numbers (e.g. 1e-4,3e-4)"
@@ -59,10 +55,3 @@ def label(point: dict[str, float], fields: list[str]) -> str:
         f"{k}={point[k]:g}" if isinstance(point[k], float | int) else f"{k}={point[k]}"
         for k in fields
     )
-
-
-def stack(points: list[dict[str, float]], num_seeds: int) -> dict[str, np.ndarray]:
-    """Per-agent hyperparameter arrays ``[G * S]`` (grid-major), float32."""
-    return {
-        k: np.repeat(np.asarray([p[k] for p in points], np.float32), num_seeds) for k in points[0]
-    }

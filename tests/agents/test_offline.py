@@ -53,6 +53,29 @@ def test_cql_loss_is_dqn_loss_plus_alpha_times_the_penalty():
     np.testing.assert_allclose(float(m["loss/cql"]), float(penalty), rtol=1e-5)
 
 
+def test_an_algorithm_is_a_table_row(monkeypatch):
+    """A new combination of parts (CQL's regularizer on the QR-DQN head) is one ``ALGOS`` entry:
+    it trains, its loss is QR-DQN's plus α times CQL's penalty, and an unknown name is refused
+    naming the valid ones."""
+    monkeypatch.setitem(offline.ALGOS, "qr_cql", offline.Algo(nets=("q",), head="qr", cql=True))
+    data = _bandit(64)
+    qr, qr_cql = offline.Config(algo="qr_dqn"), offline.Config(algo="qr_cql")
+    offline.validate(qr_cql)
+    state = offline.init(qr_cql, data, jax.random.PRNGKey(0), HP)
+    batch = jax.tree.map(lambda x: x[:32], data)
+    l_qr, _ = offline.loss_fn(state.params, state.params, qr, batch, HP)
+    l_cql, m = offline.loss_fn(state.params, state.params, qr_cql, batch, HP)
+    q = offline.head(qr_cql).q_values(
+        offline.networks(qr_cql)["q"].apply(state.params["q"], batch.obs)
+    )
+    penalty = jnp.mean(offline_losses.cql_penalty(q, batch.action))
+    np.testing.assert_allclose(float(l_cql), float(l_qr + 0.5 * penalty), rtol=1e-5)
+    state, metrics = offline.train_chunk(qr_cql, data, state, 3)
+    assert np.isfinite(metrics["loss/cql"]).all() and int(state.step) == 3
+    with pytest.raises(ValueError, match=r"algo='qr_iql' is unknown; valid: bc, dqn, .*qr_cql"):
+        offline.validate(offline.Config(algo="qr_iql"))
+
+
 def test_bc_loss_is_the_mean_negative_log_likelihood():
     data = _bandit(16)
     config = offline.Config(algo="bc")

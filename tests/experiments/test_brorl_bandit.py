@@ -25,3 +25,4 @@ def test_quick_writes_tables(run_quick):
 def test_bad_flags(bad_flag):
     assert "--lr" in bad_flag("brorl_bandit.py", "--lr", "-1")
     assert "--draws" in bad_flag("brorl_bandit.py", "--draws", "0")
+    assert "--seed=-1" in bad_flag("brorl_bandit.py", "--seed", "-1")

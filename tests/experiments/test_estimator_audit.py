@@ -52,3 +52,4 @@ def test_nft_identity_batch_by_batch():
 def test_bad_flags(bad_flag):
     assert "--max_len" in bad_flag("estimator_audit.py", "--max_len", "9")
     assert "--beta" in bad_flag("estimator_audit.py", "--beta", "0")
+    assert "--seed=-1" in bad_flag("estimator_audit.py", "--seed", "-1")

@@ -32,3 +32,5 @@ def test_bad_flags(bad_flag):
     assert "leaves" in bad_flag("rover_trees.py", "--branching", "8", "--depth", "9")
     assert "--slip" in bad_flag("rover_trees.py", "--slip", "1.5")
     assert "--taus" in bad_flag("rover_trees.py", "--taus", "0.1,x")
+    # evaluation trees stay below the tuning trees' seeds (10,000 and up)
+    assert "--seed=9990" in bad_flag("rover_trees.py", "--seed", "9990")

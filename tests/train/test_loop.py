@@ -119,10 +119,10 @@ def test_nan_loss_stops_with_message_and_keeps_last_good_checkpoint(tmp_path):
 
 
 def test_chunk_size_is_a_divisor():
-    assert experiment.chunk_size(976, 0) == 61
-    assert experiment.chunk_size(976, 50) == 16
-    assert experiment.chunk_size(7, 3) == 1
-    assert 976 % experiment.chunk_size(976, 100) == 0
+    assert loop.chunk_size(976, 0) == 61
+    assert loop.chunk_size(976, 50) == 16
+    assert loop.chunk_size(7, 3) == 1
+    assert 976 % loop.chunk_size(976, 100) == 0
 
 
 def test_run_validation_errors_before_compiling(tmp_path):

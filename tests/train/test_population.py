@@ -15,6 +15,7 @@ import pytest
 
 from rljax import agents, envs, offline_data
 from rljax.agents import dqn, grpo, learner, offline, ppo, sqirl
+from rljax.io.metrics import MetricsWriter
 from rljax.lm import device_reward, presets
 from rljax.lm.data import completion_length, prompt_length
 from rljax.lm.model import TransformerConfig, init_params
@@ -179,7 +180,13 @@ def test_a_new_learner_module_plugs_in_and_its_grid_shares_seed_keys(tmp_path):
     with pytest.raises(ValueError, match=r"hparams.lr=2.0 is invalid; allowed: in \(0, 1\]"):
         population.check_grid(toy, [{"lr": 2.0}])
     opts = dict(title="toy", checkpoint_every=1, resume=False, progress=False, count_key=None)
-    pop = population.run(spec, workdir=str(tmp_path / "pop"), **opts)
+    kept = dataclasses.replace(spec, keep_metrics=True)
+    pop = population.run(kept, workdir=str(tmp_path / "pop"), **opts)
+    assert pop.metrics["loss/total"].shape == (6, 6)  # every learner's every update, in memory
+    rows = MetricsWriter(str(tmp_path / "pop")).read()  # what the loop wrote: grid-point means
+    written = [[r["loss/total"] for r in rows if r["grid"] == g] for g in range(2)]
+    in_memory = pop.metrics["loss/total"].reshape(2, 3, 6).mean(1)
+    np.testing.assert_allclose(in_memory, written, rtol=1e-6)
     for g, point in enumerate(points):
         solo_spec = dataclasses.replace(
             spec, hparams=population.grid_hparams(toy, [point]), grid=(point,)

@@ -1,7 +1,7 @@
 import ml_collections
 import pytest
 
-from rljax.train import overrides
+from rljax import cli
 
 
 def _config():
@@ -12,11 +12,11 @@ def _config():
 
 
 def test_sets_nested_and_top_level_keys():
-    c = overrides.apply(_config(), {"total": 7, "ppo.num_envs": 16})
+    c = cli.apply_overrides(_config(), {"total": 7, "ppo.num_envs": 16})
     assert (c.total, c.ppo.num_envs, c.ppo.hidden) == (7, 16, (64, 64))
 
 
 @pytest.mark.parametrize("key", ["ppo.num_env", "pp.num_envs", "totl"])
 def test_unknown_key_names_the_valid_ones(key):
     with pytest.raises(KeyError, match="valid: "):
-        overrides.apply(_config(), {key: 1})
+        cli.apply_overrides(_config(), {key: 1})

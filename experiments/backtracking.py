@@ -1,0 +1,414 @@
+"""To backtrack or not (#207 in PAPERS.md, with #69): Countdown models trained from scratch on
+depth-first search traces with backtracking or on direct solutions, then GRPO; pass@k at equal
+token budget, and the effect of the number of backtracks in the SFT traces.
+
+    PYTHONPATH=. python experiments/backtracking.py --workdir runs/backtracking
+    PYTHONPATH=. python experiments/backtracking.py --workdir /tmp/backtracking --quick
+
+Task (`rljax.lm.tasks.countdown_search`): four numbers 1-9 and a two-digit target; a completion
+is a sequence of steps "a op b=c" where ';' undoes the last step, and it is correct iff it
+replays as a legal search ending in the target alone. Arms differ only in their SFT traces for
+the same problems (`bounded_trace`, at most 64 characters):
+
+  direct      the solution steps only (no search);
+  DFS <=1     a random-order depth-first search cut to at most 1 dead end, then to a solution;
+  DFS <=3     the same with at most 3 dead ends (more backtracks, longer traces).
+
+Each arm: one SFT base per seed (2 layers, d 64), then GRPO (`lite_ppo`) on the same training
+problems. Held-out problems (never in training, checked): n samples each at T=1. pass@k is the
+unbiased estimator; "pass at T tokens" gives each learner k = T / (its mean tokens per sample)
+samples (linear between integer k), so arms are compared at equal generated tokens. Claims:
+
+  1. (#207) direct + parallel sampling beats DFS-with-backtracking at an equal token budget
+     (after SFT, T = 128 tokens; DFS <=3 against direct, unpaired over seeds);
+  2. (#207) GRPO raises the backtracking model's pass@1 (DFS <=3, after - before, paired);
+  3. (#207) GRPO raises the direct model's pass@1 but lowers its pass@16 (diversity): holds
+     when both parts hold, partly when one does;
+  4. (#69, our reading) more backtracks in the SFT traces give a higher pass@1 after GRPO
+     (DFS <=3 against DFS <=1, unpaired).
+
+Rule: `_verdicts.vs_zero` on the 95% bootstrap interval of each difference; the study's verdict
+is `_verdicts.overall`. Writes results.md, results.json, budget.png (pass at T tokens) and
+pass_at_k.png.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import dataclasses  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import _scratch  # noqa: E402
+import _verdicts  # noqa: E402
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rljax import machine, stats  # noqa: E402
+from rljax.lm import device_reward, sft  # noqa: E402
+from rljax.lm.model import TransformerConfig  # noqa: E402
+from rljax.lm.tasks import countdown_search as cs  # noqa: E402
+
+TASK = cs.TASK
+PROMPT_LEN = TASK.max_prompt_chars + 1
+COMPLETION_LEN = TASK.max_answer_chars + 3
+ARMS = {"direct": 0, "DFS <=1": 1, "DFS <=3": 3}  # arm -> max dead ends of its SFT traces
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    d_model: int
+    n_layers: int
+    d_ff: int
+    sft_steps: int
+    sft_batch: int
+    train_problems: int
+    test_problems: int
+    samples: int  # n per held-out problem
+    prompts: int  # B per GRPO update
+    group: int  # G
+    tokens: int  # the token budget of claim 1 (and the table)
+    budgets: tuple[int, ...]  # the token budgets of the figure
+
+
+DEFAULT = Budget(64, 2, 128, 400, 32, 3000, 48, 16, 8, 8, 128, (32, 64, 128, 256))
+QUICK = Budget(32, 1, 64, 30, 8, 200, 8, 4, 2, 4, 8, (4, 8))
+
+
+def datasets(seed: int, budget: Budget) -> dict:
+    """Held-out problems first; training problems never share a prompt with them; one SFT trace
+    per problem and arm."""
+    rng = np.random.default_rng(seed)
+    test = _distinct(rng, budget.test_problems, set())
+    train = _distinct(rng, budget.train_problems, {p.prompt for p in test})
+    traces = {}
+    for arm, dead_ends in ARMS.items():
+        traces[arm] = [cs.bounded_trace(*_numbers(p), rng, max_dead_ends=dead_ends) for p in train]
+    return {"test": test, "train": train, "traces": traces}
+
+
+def _numbers(problem) -> tuple[tuple[int, ...], int]:
+    shown, target = problem.info.split(">")
+    return tuple(int(n) for n in shown.split(",")), int(target)
+
+
+def _distinct(rng, count: int, exclude: set) -> list:
+    out, seen = [], set(exclude)
+    while len(out) < count:
+        p = cs.generate(rng)
+        if p.prompt not in seen:
+            seen.add(p.prompt)
+            out.append(p)
+    return out
+
+
+def pass_at_tokens(correct: np.ndarray, lengths: np.ndarray, budget: float) -> np.ndarray:
+    """Per learner: pass@k with k = budget / mean tokens per sample, linear between integers.
+
+    Args:
+      correct: `[N, M, n]` verdicts; lengths: `[N, M, n]` tokens per sample.
+
+    Returns:
+      `[N]`; NaN where k would exceed n (the budget is beyond what was sampled).
+    """
+    n = correct.shape[-1]
+    curve = _scratch.pass_curve(correct, range(1, n + 1))  # [N, n]
+    out = []
+    for row, mean_len in zip(curve, lengths.reshape(len(curve), -1).mean(1), strict=True):
+        k = budget / mean_len
+        if k > n:
+            out.append(np.nan)
+        elif k <= 1:
+            out.append(float(row[0] * k))  # a fraction of one sample: its share of pass@1
+        else:
+            lo = int(np.floor(k))
+            hi = min(lo + 1, n)
+            out.append(float(row[lo - 1] + (k - lo) * (row[hi - 1] - row[lo - 1])))
+    return np.asarray(out)
+
+
+def evaluate(params, model_cfg, problems, key, budget: Budget) -> dict:
+    samples = budget.samples
+    correct, lengths, texts = _scratch.sample(
+        params, model_cfg, TASK, problems, key, num_samples=samples,
+        max_new_tokens=COMPLETION_LEN, prompt_len=PROMPT_LEN,
+    )  # fmt: skip
+    backtracks = np.asarray([[cs.num_backtracks(t) for row in learner for t in row]
+                             for learner in texts], np.float64)  # fmt: skip
+    return {
+        "pass@1": _scratch.pass_curve(correct, [1])[:, 0],
+        "pass@16": _scratch.pass_curve(correct, [min(16, samples)])[:, 0],
+        "curve": _scratch.pass_curve(correct, range(1, samples + 1)),
+        "tokens": lengths.reshape(len(correct), -1).mean(1),
+        "backtracks": backtracks.mean(1),
+        "budget": {
+            t: pass_at_tokens(correct, lengths, t) for t in {*budget.budgets, budget.tokens}
+        },
+    }
+
+
+def run(args, budget: Budget) -> dict:
+    data = datasets(args.seed, budget)
+    model_cfg = TransformerConfig(
+        d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4, d_ff=budget.d_ff,
+        max_len=PROMPT_LEN + COMPLETION_LEN,
+    )  # fmt: skip
+    encoded = {
+        arm: _scratch.encode(data["train"], traces, PROMPT_LEN, COMPLETION_LEN)
+        for arm, traces in data["traces"].items()
+    }
+    learners = [arm for arm in ARMS for _ in range(args.seeds)]  # arm-major
+    sft_cfg = sft.SFTConfig(
+        steps=budget.sft_steps, batch_size=budget.sft_batch, learning_rate=3e-3,
+        warmup_steps=min(20, budget.sft_steps // 4), weight_decay=0.01, seed=args.seed,
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    bases, nll = _scratch.train_bases(sft_cfg, model_cfg, [encoded[a] for a in learners], args.seed)
+    t_sft = time.perf_counter() - t0
+    print(f"[backtracking] {len(learners)} SFT bases in {t_sft:.0f} s", flush=True)
+    key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 7)
+    t1 = time.perf_counter()
+    before = evaluate(bases, model_cfg, data["test"], key, budget)
+    t_eval = time.perf_counter() - t1
+    scorer = device_reward.host_scorer(TASK, data["train"], 0.0)
+    config = _scratch.grpo_config(
+        model_cfg, COMPLETION_LEN, scorer, prompts=budget.prompts, group=budget.group
+    )
+    t2 = time.perf_counter()
+    params, metrics = _scratch.grpo_train(
+        config, bases, _scratch.table(data["train"], PROMPT_LEN), _scratch.lite_ppo(),
+        args.steps, args.seed,
+    )  # fmt: skip
+    t_rl = time.perf_counter() - t2
+    print(f"[backtracking] GRPO in {t_rl:.0f} s", flush=True)
+    t3 = time.perf_counter()
+    after = evaluate(params, model_cfg, data["test"], key, budget)
+    t_eval += time.perf_counter() - t3
+    trace_stats = {
+        arm: {
+            "chars": float(np.mean([len(t) for t in traces])),
+            "backtracks": float(np.mean([cs.num_backtracks(t) for t in traces])),
+        }
+        for arm, traces in data["traces"].items()
+    }
+    return {
+        "data": data, "learners": learners, "before": before, "after": after,
+        "rl_accuracy": metrics["correct/mean"], "sft_nll": nll.tolist(), "traces": trace_stats,
+        "seconds": {"sft": round(t_sft, 1), "rl": round(t_rl, 1), "eval": round(t_eval, 1)},
+    }  # fmt: skip
+
+
+def _arm(values: np.ndarray, learners: list[str], arm: str) -> np.ndarray:
+    return np.asarray(values)[[i for i, a in enumerate(learners) if a == arm]]
+
+
+def decide(out: dict, budget_tokens: int) -> tuple[dict, dict]:
+    learners, before, after = out["learners"], out["before"], out["after"]
+
+    def get(phase, key, arm, t=None):
+        values = phase["budget"][t] if key == "budget" else phase[key]
+        return _arm(values, learners, arm)
+
+    def unpaired(a, b):
+        c = stats.compare(a, b)
+        return {"mean": c["diff"], "mean_ci": c["diff_ci"], "n": len(a)}
+
+    comparisons = {
+        f"direct - DFS <=3, pass at {budget_tokens} tokens (SFT)": unpaired(
+            get(before, "budget", "direct", budget_tokens),
+            get(before, "budget", "DFS <=3", budget_tokens),
+        ),
+        f"direct - DFS <=1, pass at {budget_tokens} tokens (SFT)": unpaired(
+            get(before, "budget", "direct", budget_tokens),
+            get(before, "budget", "DFS <=1", budget_tokens),
+        ),
+        f"direct - DFS <=3, pass at {budget_tokens} tokens (GRPO)": unpaired(
+            get(after, "budget", "direct", budget_tokens),
+            get(after, "budget", "DFS <=3", budget_tokens),
+        ),
+        "DFS <=3: GRPO - SFT, pass@1": _scratch.paired(
+            get(after, "pass@1", "DFS <=3"), get(before, "pass@1", "DFS <=3")
+        ),
+        "DFS <=1: GRPO - SFT, pass@1": _scratch.paired(
+            get(after, "pass@1", "DFS <=1"), get(before, "pass@1", "DFS <=1")
+        ),
+        "direct: GRPO - SFT, pass@1": _scratch.paired(
+            get(after, "pass@1", "direct"), get(before, "pass@1", "direct")
+        ),
+        "direct: GRPO - SFT, pass@16": _scratch.paired(
+            get(after, "pass@16", "direct"), get(before, "pass@16", "direct")
+        ),
+        "DFS <=3 - DFS <=1, pass@1 after GRPO": unpaired(
+            get(after, "pass@1", "DFS <=3"), get(after, "pass@1", "DFS <=1")
+        ),
+    }
+    fmt = stats.format_interval
+    c = comparisons
+    k1 = f"direct - DFS <=3, pass at {budget_tokens} tokens (SFT)"
+    claims = {
+        "direct solutions beat backtracking search at equal token budget": (
+            _verdicts.vs_zero(c[k1]["mean_ci"]),
+            f"{k1} = {fmt(c[k1])}",
+        ),
+        "GRPO helps the backtracking model": (
+            _verdicts.vs_zero(c["DFS <=3: GRPO - SFT, pass@1"]["mean_ci"]),
+            f"DFS <=3: GRPO - SFT, pass@1 = {fmt(c['DFS <=3: GRPO - SFT, pass@1'])}",
+        ),
+    }
+    gain = _verdicts.vs_zero(c["direct: GRPO - SFT, pass@1"]["mean_ci"])
+    loss = _verdicts.vs_zero(c["direct: GRPO - SFT, pass@16"]["mean_ci"], higher_is_claimed=False)
+    both = (gain, loss)
+    status = (
+        _verdicts.REPRODUCED if both == (_verdicts.REPRODUCED,) * 2
+        else _verdicts.PARTLY if _verdicts.REPRODUCED in both
+        else _verdicts.CONTRADICTED if _verdicts.CONTRADICTED in both
+        else _verdicts.UNDECIDED
+    )  # fmt: skip
+    claims["GRPO raises the direct model's pass@1 but lowers its pass@16"] = (
+        status,
+        f"pass@1 {fmt(c['direct: GRPO - SFT, pass@1'])}, "
+        f"pass@16 {fmt(c['direct: GRPO - SFT, pass@16'])}",
+    )
+    k4 = "DFS <=3 - DFS <=1, pass@1 after GRPO"
+    claims["more backtracks in SFT traces give a higher pass@1 after GRPO"] = (
+        _verdicts.vs_zero(c[k4]["mean_ci"]),
+        f"{k4} = {fmt(c[k4])}",
+    )
+    return comparisons, claims
+
+
+def plots(out: dict, workdir: str, budget: Budget) -> None:
+    samples, budgets = budget.samples, budget.budgets
+    learners = out["learners"]
+    curves = {}
+    for phase in ("before", "after"):
+        tag = "SFT" if phase == "before" else "GRPO"
+        for arm in ARMS:
+            curves[f"{arm} ({tag})"] = np.stack(
+                [_arm(out[phase]["budget"][t], learners, arm) for t in budgets], 1
+            )
+    stats.plot_bands(
+        np.log2(budgets), curves, os.path.join(workdir, "budget.png"),
+        title="Countdown: pass at an equal budget of generated tokens",
+        xlabel="log2 tokens per problem", ylabel="pass",
+    )  # fmt: skip
+    ks = [k for k in (1, 2, 4, 8, 16) if k <= samples]
+    pk = {}
+    for phase in ("before", "after"):
+        tag = "SFT" if phase == "before" else "GRPO"
+        for arm in ARMS:
+            pk[f"{arm} ({tag})"] = _arm(out[phase]["curve"], learners, arm)[:, np.asarray(ks) - 1]
+    stats.plot_bands(
+        np.log2(ks), pk, os.path.join(workdir, "pass_at_k.png"),
+        title="Countdown: pass@k per sample", xlabel="log2 k", ylabel="pass@k",
+    )  # fmt: skip
+
+
+def report(args, budget: Budget, out: dict, start: float) -> str:
+    budget_tokens = budget.tokens
+    comparisons, claims = decide(out, budget_tokens)
+    learners = out["learners"]
+    columns = ("pass@1", "pass@16", "tokens", "backtracks", f"pass at {budget_tokens} tokens")
+    table = {}
+    for phase, tag in (("before", "SFT"), ("after", "GRPO")):
+        for arm in ARMS:
+            ph = out[phase]
+            table[f"{arm} ({tag})"] = {
+                col: stats.summarize(
+                    _arm(
+                        ph["budget"][budget_tokens] if col.startswith("pass at") else ph[col],
+                        learners,
+                        arm,
+                    )  # fmt: skip
+                )
+                for col in columns
+            }
+    seconds = round(time.perf_counter() - start, 1)
+    lines = ["| arm | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"] + [
+        f"| {r} | " + " | ".join(stats.format_interval(v[c], digits=3) for c in columns) + " |"
+        for r, v in table.items()
+    ]
+    notes = [
+        "Per-claim verdicts (95% bootstrap intervals over seeds):",
+        "",
+        *(f"- *{c}*: **{v}** — {why}." for c, (v, why) in claims.items()),
+        "",
+        f"Held-out: {budget.test_problems} problems x {budget.samples} samples (T=1). tokens = "
+        "mean generated tokens per sample (EOS included); backtracks = mean ';' per sample.",
+        "",
+        *lines,
+        "",
+        "| comparison | mean [95% CI] |",
+        "|---|---|",
+        *(f"| {k} | {stats.format_interval(c)} |" for k, c in comparisons.items()),
+        "",
+        "SFT traces per arm (mean characters, mean backtracks): "
+        + "; ".join(
+            f"{a}: {s['chars']:.1f}, {s['backtracks']:.2f}" for a, s in out["traces"].items()
+        )
+        + ".",  # fmt: skip
+        f"Setup: {args.seeds} seeds per arm from --seed={args.seed}; model {budget.n_layers} "
+        f"layers, d {budget.d_model}; SFT {budget.sft_steps} steps x {budget.sft_batch} on "
+        f"{budget.train_problems} problems (final NLL per learner "
+        f"{[round(v, 3) for v in out['sft_nll']]}); GRPO {args.steps} updates x "
+        f"{budget.prompts} prompts x G={budget.group}.",
+        f"Machine: {machine.describe()}. Wall clock {seconds:.0f} s (under load; SFT "
+        f"{out['seconds']['sft']} s, GRPO {out['seconds']['rl']} s, evaluation "
+        f"{out['seconds']['eval']} s).",
+    ]
+    headline = f"pass at {budget_tokens} tokens"
+    return stats.write_results(
+        args.workdir,
+        title="To backtrack or not: DFS traces vs direct solutions on Countdown (#207, #69)",
+        claim="On Countdown, direct solutions sampled in parallel beat sequential search with "
+        "backtracking at equal compute; GRPO helps the backtracking model; the direct model "
+        "gains pass@1 under RL but loses diversity; (#69) the number of backtracks in SFT "
+        "traces shapes the RL result.",
+        verdict=_verdicts.overall(claims),
+        reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
+        arms={r: v[headline] for r, v in table.items()},
+        metric=f"held-out {headline}",
+        extra={
+            "table": table,
+            "claims": claims,
+            "comparisons": comparisons,
+            "traces": out["traces"],
+            "seconds": seconds,
+            "phase_seconds": out["seconds"],
+            "seeds": args.seeds,
+            "seed": args.seed,
+            "steps": args.steps,
+            "budget": dataclasses.asdict(budget),
+            "machine": machine.describe(),
+        },  # fmt: skip
+        notes=notes,
+    )
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workdir", default="runs/backtracking")
+    parser.add_argument("--quick", action="store_true", help="tiny model and budget (tests)")
+    parser.add_argument("--seeds", type=int, default=3, help="learners per arm")
+    parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
+    parser.add_argument("--steps", type=int, default=24, help="GRPO updates per learner")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps = 2
+    for name, low in (("seeds", 3), ("steps", 1), ("seed", 0)):
+        if getattr(args, name) < low:
+            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: an integer >= {low}")
+    cli.check_workdir("--workdir", args.workdir)
+    budget = QUICK if args.quick else DEFAULT
+    start = time.perf_counter()
+    out = run(args, budget)
+    text = report(args, budget, out, start)
+    plots(out, args.workdir, budget)
+    print(text)
+    return out
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)

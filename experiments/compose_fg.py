@@ -1,0 +1,382 @@
+"""From f(x) and g(x) to f(g(x)) (#81 in PAPERS.md): does RL on two-function compositions teach
+a model from scratch to compose, beyond what rejection-sampling fine-tuning (RFT) and next-token
+training on the same data teach?
+
+    PYTHONPATH=. python experiments/compose_fg.py --workdir runs/compose_fg
+    PYTHONPATH=. python experiments/compose_fg.py --workdir /tmp/compose_fg --quick
+
+Task (`rljax.lm.tasks.compose`): eight length-preserving functions on 4-letter words with
+meaningless names A-H; "BD:abcd=" asks for B(D(abcd)), answered by a trace that applies one
+function per step ("B:bcde=cdeb"). The atoms are split: A-E (source) are composed in training,
+F-H (target) are learned only alone, and their compositions are the held-out target task.
+
+Stage 1, SFT from scratch (2 layers, d 64): every atom alone (level 1, all eight) and a smaller
+share of level-2 compositions of the source atoms, a share of the traces with one corrupted
+character (a sloppy base, as the testbed's). One base per seed set (its seed is --seed), which
+the learners of every arm start from, as the testbed's learners share one base: the intervals
+cover the stage-2 seeds, and a second seed set (--seed=1000) redraws the data and the base.
+Stage 2, from the base, three arms on the same level-2 source-atom problems, with the same
+prompts per update and the same optimizer steps per update (2 epochs x 2 minibatches, AdamW
+lr 3e-4):
+
+  RL    GRPO (`lite_ppo`), G samples per prompt, reward = the verifier;
+  RFT   the same G samples, next-token loss on the correct ones only;
+  NTP   next-token loss on the reference traces of the same prompts.
+
+Held-out evaluation (prompts never in any training data, checked): pass@1 (n samples, T=1) on
+source compositions of levels 1-5 and on target compositions of levels 2-3. Claims (paired per
+seed, each arm against its own base; 95% bootstrap interval over seeds):
+
+  1. RL on level 2 raises pass@1 on the unseen levels 3-5 (mean over the three);
+  2. RL raises pass@1 on the held-out target compositions (level 2);
+  3. RL beats RFT on levels 3-5;   4. RL beats next-token training on levels 3-5.
+
+Rule: a claim holds when the interval of its difference is above 0, fails when below, and is
+"not at this scale" otherwise (`_verdicts.vs_zero`); the study's verdict is `_verdicts.overall`.
+Writes results.md, results.json, levels.png (pass@1 by level per arm) and rl_curve.png.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import _scratch  # noqa: E402
+import _verdicts  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from rljax import machine, stats  # noqa: E402
+from rljax.lm import device_reward, groups, sft  # noqa: E402
+from rljax.lm.data import SeqBatch  # noqa: E402
+from rljax.lm.model import TransformerConfig  # noqa: E402
+from rljax.lm.tasks import compose  # noqa: E402
+from rljax.lm.tasks.base import Problem  # noqa: E402
+
+TASK = compose.TASK
+PROMPT_LEN = TASK.max_prompt_chars + 1
+EVAL_LEN = TASK.max_answer_chars + 3  # the longest trace (level 5) + EOS + slack
+RL_LEN = 2 + compose.WORD_LEN * 2 + 2 + 3  # a level-2 trace "B:bcde=cdeb" + EOS + slack
+ARMS = ("RL", "RFT", "NTP")
+HIGH = ("source L3", "source L4", "source L5")
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """Sizes of one run (the default and --quick)."""
+
+    d_model: int
+    n_layers: int
+    d_ff: int
+    sft_steps: int
+    sft_level1: int  # level-1 SFT problems (all atoms)
+    sft_level2: int  # level-2 SFT problems (source atoms)
+    noise: float  # share of SFT traces with one corrupted character
+    rl_problems: int  # level-2 source problems of stage 2
+    prompts: int  # B per update
+    group: int  # G samples per prompt (RL, RFT)
+    eval_problems: int  # per evaluation set
+    eval_samples: int  # n per problem
+
+
+DEFAULT = Budget(64, 2, 128, 1200, 2000, 700, 0.2, 1000, 16, 8, 48, 4)
+QUICK = Budget(32, 1, 64, 40, 300, 100, 0.3, 100, 4, 4, 8, 2)
+
+
+def datasets(seed: int, budget: Budget) -> dict:
+    """The study's problems: held-out sets first, training sets drawn without their prompts."""
+    rng = np.random.default_rng(seed)
+    test = {}
+    for name, level, atoms in (
+        *((f"source L{k}", k, compose.SOURCE) for k in range(1, 6)),
+        ("target L1", 1, compose.TARGET),
+        ("target L2", 2, compose.TARGET),
+        ("target L3", 3, compose.TARGET),
+    ):
+        test[name] = _distinct(rng, level, atoms, budget.eval_problems, set())
+    held = {p.prompt for ps in test.values() for p in ps}
+    level1 = _distinct(rng, 1, compose.SOURCE + compose.TARGET, budget.sft_level1, held)
+    level2 = _distinct(rng, 2, compose.SOURCE, budget.sft_level2, held)
+    rl = _distinct(rng, 2, compose.SOURCE, budget.rl_problems, held)
+    return {"test": test, "sft": level1 + level2, "rl": rl}
+
+
+def _distinct(rng, level: int, atoms: str, count: int, exclude: set) -> list[Problem]:
+    out, seen = [], set(exclude)
+    while len(out) < count:
+        p = compose.generate_from(rng, level, atoms)
+        if p.prompt not in seen:
+            seen.add(p.prompt)
+            out.append(p)
+    return out
+
+
+def sft_traces(problems: list[Problem], noise: float, rng) -> list[str]:
+    """Reference traces, a `noise` share with one corrupted character."""
+    return [sft.corrupt(p.answer, rng) if rng.uniform() < noise else p.answer for p in problems]
+
+
+def model_config(budget: Budget) -> TransformerConfig:
+    return TransformerConfig(
+        d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4, d_ff=budget.d_ff,
+        max_len=PROMPT_LEN + EVAL_LEN,
+    )  # fmt: skip
+
+
+def _nll_epochs(params, opt_state, batch: SeqBatch, key, *, model_cfg, optimizer):
+    """2 epochs x 2 minibatches of next-token loss on `batch` (the RL arm's step schedule)."""
+    rows = batch.prompt_tokens.shape[0]
+    for epoch in range(2):
+        order = jax.random.permutation(jax.random.fold_in(key, epoch), rows)
+        for half in jnp.split(order, 2):
+            mb = jax.tree.map(lambda x, h=half: x[h], batch)
+            grads = jax.grad(lambda p, b=mb: sft.loss_fn(p, model_cfg, b)[0])(params)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            params = jax.tree.map(lambda p, u: p + u, params, updates)
+    return params, opt_state
+
+
+def supervised_arm(kind: str, config, bases, rl_table, references: SeqBatch, steps: int,
+                   seed: int):  # fmt: skip
+    """RFT (`kind="rft"`) or next-token training (`"ntp"`) from each base for `steps` updates.
+
+    Returns (params `[N, ...]`, training accuracy of the samples per update `[N, steps]`; NaN
+    for next-token training, which samples nothing).
+    """
+    optimizer = _scratch.nll_optimizer(3e-4, 1e-4)
+    B, G = config.prompts_per_step, config.group_size
+    num = rl_table.level.shape[0]
+
+    def update(carry, step_key):
+        params, opt_state = carry
+        k_rows, k_sample, k_order = jax.random.split(step_key, 3)
+        rows = jax.random.randint(k_rows, (B,), 0, num)
+        if kind == "rft":
+            rows = jnp.repeat(rows, G)
+            out, _, correct = groups.sample_and_score(config, params, rl_table, rows, k_sample)
+            mask = out.mask * correct[:, None].astype(out.mask.dtype)
+            batch = SeqBatch(
+                rl_table.prompt_tokens[rows], rl_table.prompt_mask[rows], out.tokens, mask
+            )
+            accuracy = jnp.mean(correct.astype(jnp.float32))
+        else:
+            batch = jax.tree.map(lambda x: jnp.asarray(x)[rows], references)
+            accuracy = jnp.float32(jnp.nan)
+        params, opt_state = _nll_epochs(
+            params, opt_state, batch, k_order, model_cfg=config.model, optimizer=optimizer
+        )
+        return (params, opt_state), accuracy
+
+    def train(params, key):
+        step_keys = jax.vmap(lambda s: jax.random.fold_in(key, s))(jnp.arange(steps))
+        (params, _), accuracy = jax.lax.scan(update, (params, optimizer.init(params)), step_keys)
+        return params, accuracy
+
+    n = jax.tree.leaves(bases)[0].shape[0]
+    params, accuracy = jax.jit(jax.vmap(train))(bases, _scratch.keys(seed, n, 3))
+    return params, np.asarray(accuracy)
+
+
+def run(args, budget: Budget) -> dict:
+    data = datasets(args.seed, budget)
+    rng = np.random.default_rng(args.seed + 1)
+    model_cfg = model_config(budget)
+    sft_set = _scratch.encode(
+        data["sft"], sft_traces(data["sft"], budget.noise, rng), PROMPT_LEN, EVAL_LEN
+    )
+    sft_cfg = sft.SFTConfig(
+        steps=budget.sft_steps, batch_size=32, learning_rate=3e-3,
+        warmup_steps=min(20, budget.sft_steps // 4), weight_decay=0.01, seed=args.seed,
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    base, nll = _scratch.train_bases(sft_cfg, model_cfg, [sft_set], args.seed)
+    bases = jax.tree.map(lambda x: jnp.repeat(x, args.seeds, 0), base)  # every learner's start
+    t_sft = time.perf_counter() - t0
+    print(f"[compose_fg] SFT base in {t_sft:.0f} s, final NLL {nll}", flush=True)
+    rl_problems = data["rl"]
+    scorer = device_reward.host_scorer(TASK, rl_problems, 0.0)
+    config = _scratch.grpo_config(
+        model_cfg, RL_LEN, scorer, prompts=budget.prompts, group=budget.group
+    )
+    rl_table = _scratch.table(rl_problems, PROMPT_LEN)
+    refs = _scratch.encode(rl_problems, [p.answer for p in rl_problems], PROMPT_LEN, RL_LEN)
+    refs = SeqBatch(*(np.asarray(x) for x in refs))
+    arms, curves = {}, {}
+    t1 = time.perf_counter()
+    arms["RL"], metrics = _scratch.grpo_train(
+        config, bases, rl_table, _scratch.lite_ppo(), args.steps, args.seed
+    )
+    curves["RL"] = metrics["correct/mean"]
+    for arm, kind in (("RFT", "rft"), ("NTP", "ntp")):
+        arms[arm], curves[arm] = supervised_arm(
+            kind, config, bases, rl_table, refs, args.steps, args.seed
+        )
+    t_train = time.perf_counter() - t1
+    print(f"[compose_fg] stage 2 (RL, RFT, NTP) in {t_train:.0f} s", flush=True)
+    t2 = time.perf_counter()
+    stacked = jax.tree.map(lambda *x: jnp.concatenate(x), base, *(arms[a] for a in ARMS))
+    key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 7)
+    passes = {}
+    for name, problems in data["test"].items():
+        correct, _, _ = _scratch.sample(
+            stacked, model_cfg, TASK, problems, key, num_samples=budget.eval_samples,
+            max_new_tokens=EVAL_LEN, prompt_len=PROMPT_LEN,
+        )  # fmt: skip
+        value = correct.mean((1, 2))  # [1 + arms x seeds]: the base, then every learner
+        passes[name] = np.concatenate(
+            [np.full((1, args.seeds), value[0]), value[1:].reshape(len(ARMS), args.seeds)]
+        )
+    t_eval = time.perf_counter() - t2
+    return {
+        "data": data, "passes": passes, "curves": curves, "sft_nll": nll.tolist(),
+        "seconds": {"sft": round(t_sft, 1), "train": round(t_train, 1), "eval": round(t_eval, 1)},
+    }  # fmt: skip
+
+
+def decide(passes: dict) -> tuple[dict, dict, dict]:
+    """Per-seed numbers, comparisons and claims from pass@1 `[base + arms, seeds]` per set."""
+    rows = ("base", *ARMS)
+    high = {r: np.mean([passes[s][i] for s in HIGH], 0) for i, r in enumerate(rows)}
+    target = {r: passes["target L2"][i] for i, r in enumerate(rows)}
+    comparisons = {
+        "RL - base, levels 3-5": _scratch.paired(high["RL"], high["base"]),
+        "RL - base, target L2": _scratch.paired(target["RL"], target["base"]),
+        "RL - RFT, levels 3-5": _scratch.paired(high["RL"], high["RFT"]),
+        "RL - NTP, levels 3-5": _scratch.paired(high["RL"], high["NTP"]),
+        "RFT - base, levels 3-5": _scratch.paired(high["RFT"], high["base"]),
+        "NTP - base, levels 3-5": _scratch.paired(high["NTP"], high["base"]),
+        "RL - base, source L2 (trained)": _scratch.paired(
+            passes["source L2"][1], passes["source L2"][0]
+        ),  # fmt: skip
+    }
+    claims = {}
+    for claim, key in (
+        ("RL on level 2 raises pass@1 on unseen levels 3-5", "RL - base, levels 3-5"),
+        ("RL transfers to the held-out target compositions", "RL - base, target L2"),
+        ("RL beats RFT on levels 3-5", "RL - RFT, levels 3-5"),
+        ("RL beats next-token training on levels 3-5", "RL - NTP, levels 3-5"),
+    ):
+        c = comparisons[key]
+        status = _verdicts.vs_zero(c["mean_ci"])
+        claims[claim] = (status, f"{key} = {stats.format_interval(c)}")
+    return {"levels 3-5": high, "target L2": target}, comparisons, claims
+
+
+def plots(passes: dict, curves: dict, workdir: str) -> None:
+    names = list(passes)
+    rows = ("base", *ARMS)
+    x = np.arange(len(names))
+    stats.plot_bands(
+        x, {r: np.stack([passes[n][i] for n in names], 1) for i, r in enumerate(rows)},
+        os.path.join(workdir, "levels.png"),
+        title="f(g(x)): held-out pass@1 by set (" + ", ".join(f"{i}={n}" for i, n in
+                                                             enumerate(names)) + ")",
+        xlabel="evaluation set (index)", ylabel="pass@1",
+    )  # fmt: skip
+    steps = next(iter(curves.values())).shape[1]
+    stats.plot_bands(
+        np.arange(1, steps + 1), {a: curves[a] for a in ("RL", "RFT")},
+        os.path.join(workdir, "rl_curve.png"),
+        title="f(g(x)): training accuracy of the sampled level-2 answers",
+        xlabel="update", ylabel="accuracy (samples)",
+    )  # fmt: skip
+
+
+def report(args, budget: Budget, out: dict, start: float) -> str:
+    passes = out["passes"]
+    per_seed, comparisons, claims = decide(passes)
+    rows = ("base", *ARMS)
+    table = {
+        r: {name: stats.summarize(passes[name][i]) for name in passes} for i, r in enumerate(rows)
+    }
+    seconds = round(time.perf_counter() - start, 1)
+    head = ["| arm | " + " | ".join(passes) + " |", "|---" * (len(passes) + 1) + "|"]
+    lines = head + [
+        f"| {r} | " + " | ".join(stats.format_interval(table[r][n]) for n in passes) + " |"
+        for r in rows
+    ]
+    claim_lines = [f"- *{c}*: **{v}** — {why}." for c, (v, why) in claims.items()]
+    comp_lines = ["| comparison (paired per seed) | mean [95% CI] |", "|---|---|"] + [
+        f"| {k} | {stats.format_interval(c)} |" for k, c in comparisons.items()
+    ]
+    notes = [
+        "Per-claim verdicts (95% bootstrap intervals over seeds of the paired differences):",
+        "",
+        *claim_lines,
+        "",
+        f"Held-out pass@1 ({budget.eval_problems} problems per set x {budget.eval_samples} "
+        "samples, T=1), mean [95% CI] over seeds; L = number of composed functions:",
+        "",
+        *lines,
+        "",
+        *comp_lines,
+        "",
+        f"Setup: {args.seeds} seeds from --seed={args.seed}; model {budget.n_layers} layers, d "
+        f"{budget.d_model}; SFT {budget.sft_steps} steps on {budget.sft_level1} level-1 (all "
+        f"atoms) + {budget.sft_level2} level-2 (source atoms) traces, {budget.noise:.0%} with one "
+        f"corrupted character (final NLL {[round(v, 3) for v in out['sft_nll']]}); "
+        f"stage 2 {args.steps} updates x {budget.prompts} prompts (G={budget.group}) on "
+        f"{budget.rl_problems} level-2 source problems.",
+        f"Machine: {machine.describe()}. Wall clock {seconds:.0f} s (under load; SFT "
+        f"{out['seconds']['sft']} s, stage 2 {out['seconds']['train']} s, evaluation "
+        f"{out['seconds']['eval']} s).",
+    ]
+    return stats.write_results(
+        args.workdir,
+        title="From f(x) and g(x) to f(g(x)): RL vs RFT vs next-token training (#81)",
+        claim="RL on level-2 compositions teaches composition: it generalizes to deeper "
+        "compositions and to a held-out target task, where RFT and next-token training on the "
+        "same data do not.",
+        verdict=_verdicts.overall(claims),
+        reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
+        arms={r: stats.summarize(per_seed["levels 3-5"][r]) for r in rows},
+        metric="held-out pass@1, levels 3-5",
+        extra={
+            "table": table,
+            "claims": claims,
+            "comparisons": comparisons,
+            "seconds": seconds,
+            "phase_seconds": out["seconds"],
+            "seeds": args.seeds,
+            "seed": args.seed,
+            "steps": args.steps,
+            "budget": dataclasses.asdict(budget),
+            "machine": machine.describe(),
+        },
+        notes=notes,
+    )
+
+
+def main(argv=None):
+    cli.quiet_logs()
+    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workdir", default="runs/compose_fg")
+    parser.add_argument("--quick", action="store_true", help="tiny model and budget (tests)")
+    parser.add_argument("--seeds", type=int, default=3, help="learners (bases) per arm")
+    parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
+    parser.add_argument("--steps", type=int, default=30, help="stage-2 updates per learner")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps = 2
+    for name, low in (("seeds", 3), ("steps", 1), ("seed", 0)):
+        if getattr(args, name) < low:
+            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: an integer >= {low}")
+    cli.check_workdir("--workdir", args.workdir)
+    budget = QUICK if args.quick else DEFAULT
+    start = time.perf_counter()
+    out = run(args, budget)
+    text = report(args, budget, out, start)
+    plots(out["passes"], out["curves"], args.workdir)
+    with open(os.path.join(args.workdir, "splits.json"), "w") as f:
+        json.dump({k: len(v) for k, v in out["data"]["test"].items()}, f)
+    print(text)
+    return out
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)

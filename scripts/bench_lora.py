@@ -1,0 +1,267 @@
+"""LoRA parts of scripts/bench_lm.py (`--lora=8`, `--lora_memory`): populations over one base.
+
+`speed(k)`: on the default arithmetic learner (0.8M parameters, 32 prompts x 8 samples), one
+population of k LoRA learners vs k LoRA learners one after another (each its own compile, as k
+processes would), and the LoRA population vs a population of k full-parameter learners per
+learner-step, with the step's parts (sampling, one log-prob pass, one micro-batch loss+gradient,
+the AdamW update) timed alone and vmapped the same way.
+
+`memory(...)`: at the Qwen2.5-1.5B shape, lowered on abstract shapes (`jax.ShapeDtypeStruct`,
+no weights materialized) and compiled on a fake mesh of 8 CPU devices, population axis over the
+devices and the base replicated, XLA's memory analysis of one training micro-step (loss and
+gradient of a completion's log-probabilities, then the Adam update) for 1 and 2 learners per
+device. The increment is one extra learner's bytes; the remainder of 80 GB beside the base and
+the fixed cost, divided by it, is how many learners fit on one device.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from rljax.agents import grpo
+from rljax.lm import lora
+from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.model import TransformerConfig, init_params
+
+# Qwen2.5-1.5B (config.json of Qwen/Qwen2.5-1.5B): 1.54B parameters, tied embeddings.
+QWEN25_15B = dict(
+    family="qwen2", vocab_size=151_936, d_model=1536, n_layers=28, n_heads=12, n_kv_heads=2,
+    d_ff=8960, tie_embeddings=True, rope_base=1_000_000.0,
+)  # fmt: skip
+DEVICE_BYTES = 80e9  # one 80 GB accelerator
+
+
+def _timed(fn, args, repeats):
+    jax.block_until_ready(fn(*args))  # compile and warm up
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        jax.block_until_ready(fn(*args))
+    return (time.perf_counter() - t0) / repeats
+
+
+def _population(cfg, data, hp, k):
+    keys = jax.vmap(jax.random.PRNGKey)(np.arange(k))
+    hps = jax.tree.map(lambda x: jnp.stack([x] * k), hp)
+    return jax.vmap(lambda key, h: grpo.init(cfg, data, key, h))(keys, hps)
+
+
+def _parts(cfg, data):
+    """The step's parts for one learner (vmapped by the caller over its state)."""
+    rows = jnp.repeat(jnp.arange(cfg.prompts_per_step), cfg.group_size)
+    prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
+    micro = rows.shape[0] // cfg.max_minibatches
+    policy = functools.partial(grpo.policy, cfg, data)
+
+    def sample(state, key):
+        return grpo.act(cfg, policy(state.params), *prompt, key)
+
+    def logprob(state, out):
+        return completion_log_probs(
+            policy(state.params), cfg.model, *prompt, out.tokens, out.mask, cfg.group_size
+        )[0]
+
+    def grad(state, out):
+        def loss(params):
+            logp, _ = completion_log_probs(
+                lora.with_base(cfg.lora, data.base_params, params), cfg.model,
+                prompt[0][:micro], prompt[1][:micro], out.tokens[:micro], out.mask[:micro],
+                cfg.group_size,
+            )  # fmt: skip
+            return -jnp.mean(logp)
+
+        return jax.grad(loss)(state.params)
+
+    def update(state, grads):
+        opt = optax.chain(optax.clip_by_global_norm(1.0), optax.scale_by_adam(b2=0.99))
+        updates, new_opt = opt.update(grads, state.opt_state, state.params)
+        params = jax.tree.map(lambda p, u: p - 1e-3 * u, state.params, updates)
+        return params, new_opt
+
+    return sample, logprob, grad, update
+
+
+def _breakdown(cfg, data, hp, k, repeats):
+    """Seconds per learner of each part and of the whole step, k learners vmapped."""
+    states = _population(cfg, data, hp, k)
+    keys = jax.vmap(jax.random.PRNGKey)(np.arange(k))
+    sample, logprob, grad, update = (jax.jit(jax.vmap(f)) for f in _parts(cfg, data))
+    out = sample(states, keys)
+    grads = grad(states, out)
+    step = jax.jit(jax.vmap(functools.partial(grpo.update, cfg, data)))
+    times = {
+        "sampling": _timed(sample, (states, keys), repeats),
+        "log-prob pass": _timed(logprob, (states, out), repeats),
+        "micro-batch grad": _timed(grad, (states, out), repeats),
+        "update": _timed(update, (states, grads), repeats),
+        "whole step": _timed(step, (states,), repeats),
+    }
+    return {name: t / k for name, t in times.items()}
+
+
+def speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
+    """LoRA population of k vs k solo LoRA learners vs a full-parameter population of k."""
+    full_cfg, data, hp = make_learner()
+    lora_cfg = grpo.Config(**{**full_cfg.__dict__, "lora": lora.LoraConfig(rank=rank)})
+    hp = hp._replace(learning_rate=jnp.float32(1e-3))
+    chunk = lambda s, d: grpo.train_chunk(lora_cfg, d, s, steps)  # noqa: E731
+    # k solo learners, one after another. A process per learner would compile the same
+    # program k times: compiled once here and counted k times.
+    state = grpo.init(lora_cfg, data, jax.random.PRNGKey(0), hp)
+    t0 = time.perf_counter()
+    compiled = jax.jit(chunk).lower(state, data).compile()
+    solo_compile, solo_run = k * (time.perf_counter() - t0), 0.0
+    for seed in range(k):
+        state = grpo.init(lora_cfg, data, jax.random.PRNGKey(seed), hp)
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled(state, data))
+        solo_run += time.perf_counter() - t0
+    states = _population(lora_cfg, data, hp, k)
+    t0 = time.perf_counter()
+    pop_fn = jax.jit(jax.vmap(chunk, in_axes=(0, None)), donate_argnums=0)
+    compiled = pop_fn.lower(states, data).compile()
+    pop_compile = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(compiled(states, data))
+    pop_run = time.perf_counter() - t0
+    out = {
+        "learners": k, "rank": rank, "steps": steps,
+        "solo_compile_s": solo_compile, "solo_run_s": solo_run,
+        "pop_compile_s": pop_compile, "pop_run_s": pop_run,
+    }  # fmt: skip
+    print_sequential(out)  # before the breakdowns, which compile ten more programs
+    out["lora"] = _breakdown(lora_cfg, data, hp, k, repeats)
+    out["full"] = _breakdown(full_cfg, data, hp, k, repeats)
+    return out
+
+
+def print_sequential(r: dict) -> None:
+    k, steps = r["learners"], r["steps"]
+    solo = r["solo_compile_s"] + r["solo_run_s"]
+    pop = r["pop_compile_s"] + r["pop_run_s"]
+    print(
+        f"{k} LoRA learners (rank {r['rank']}) x {steps} RL steps, default arithmetic learner: "
+        f"{k} sequential solo runs {solo:.1f} s ({r['solo_compile_s']:.1f} s compiling: one "
+        f"compile counted {k} times), one "
+        f"population {pop:.1f} s ({r['pop_compile_s']:.1f} s compiling) -> population "
+        f"{solo / pop:.2f}x faster with compiles, {r['solo_run_s'] / r['pop_run_s']:.2f}x "
+        "on the steps alone",
+        flush=True,
+    )
+
+
+def print_speed(r: dict) -> None:
+    k = r["learners"]
+    print(f"per learner-step, populations of {k} (ms per learner):")
+    names = list(r["lora"])
+    print("| learners | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for kind in ("full", "lora"):
+        row = " | ".join(f"{1e3 * r[kind][n]:.0f}" for n in names)
+        print(f"| {k} {kind} | {row} |")
+    ratio = " | ".join(f"{r['full'][n] / r['lora'][n]:.2f}x" for n in names)
+    print(f"| full / LoRA | {ratio} |", flush=True)
+
+
+def _micro_step(model, lcfg, rows, seq):
+    """One learner's micro-step: loss and gradient of its completions' log-probs, then Adam."""
+    prompt = seq // 2
+    opt = optax.scale_by_adam(b2=0.99)
+
+    def step(base, adapters, opt_state, tokens):
+        def loss(adapters):
+            params = lora.with_base(lcfg, base, adapters)
+            mask = jnp.ones((rows, prompt), jnp.int32)
+            done = jnp.ones((rows, seq - prompt), jnp.int32)
+            logp, _ = completion_log_probs(
+                params, model, tokens[:, :prompt], mask, tokens[:, prompt:], done
+            )
+            return -jnp.mean(logp)
+
+        grads = jax.grad(loss)(adapters)
+        updates, opt_state = opt.update(grads, opt_state, adapters)
+        return jax.tree.map(lambda p, u: p - 1e-4 * u, adapters, updates), opt_state
+
+    return step, opt
+
+
+def memory(rank: int = 16, rows: int = 1, seq: int = 256, devices: int = 8) -> dict:
+    """Compiled memory of a LoRA population's micro-step at the Qwen2.5-1.5B shape (module
+    docstring). Needs `devices` (fake) devices."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    model = TransformerConfig(max_len=seq, **QWEN25_15B)
+    lcfg = lora.LoraConfig(rank=rank)
+    base = jax.eval_shape(lambda: init_params(model, jax.random.PRNGKey(0)))
+    adapters = lora.abstract_adapters(base, lcfg)
+    base_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(base))
+    adapter_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(adapters))
+    step, opt = _micro_step(model, lcfg, rows, seq)
+    mesh = Mesh(np.asarray(jax.devices()[:devices]), ("seeds",))  # automatic sharding
+    replicated = NamedSharding(mesh, PartitionSpec())
+    split = NamedSharding(mesh, PartitionSpec("seeds"))
+    per_device = {}
+    for per in (1, 2):
+        k = per * devices
+
+        def stacked(x, k=k):
+            return jax.ShapeDtypeStruct((k, *x.shape), x.dtype, sharding=split)
+
+        args = (
+            jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=replicated), base
+            ),
+            jax.tree.map(stacked, adapters),
+            jax.tree.map(stacked, jax.eval_shape(opt.init, adapters)),
+            jax.ShapeDtypeStruct((k, rows, seq), jnp.int32, sharding=split),
+        )
+        fn = jax.jit(jax.vmap(step, in_axes=(None, 0, 0, 0)), donate_argnums=(1, 2))
+        t0 = time.perf_counter()
+        stats = fn.lower(*args).compile().memory_analysis()
+        total = (
+            stats.argument_size_in_bytes + stats.output_size_in_bytes
+            - stats.alias_size_in_bytes + stats.temp_size_in_bytes
+        )  # fmt: skip
+        per_device[per] = {"bytes": int(total), "temp": int(stats.temp_size_in_bytes),
+                           "compile_s": time.perf_counter() - t0}  # fmt: skip
+    extra = per_device[2]["bytes"] - per_device[1]["bytes"]
+    fixed = per_device[1]["bytes"] - extra  # the base, its gradient-free activations' share
+    return {
+        "rank": rank, "rows": rows, "seq": seq, "devices": devices,
+        "base_bytes": int(base_bytes), "adapter_bytes": int(adapter_bytes),
+        "state_bytes_per_learner": int(3 * adapter_bytes),  # adapters + Adam's two moments
+        "per_device": per_device, "extra_learner_bytes": int(extra),
+        "extra_over_base": extra / base_bytes,
+        "learners_per_80gb": int((DEVICE_BYTES - fixed) // extra) if extra > 0 else None,
+    }  # fmt: skip
+
+
+def print_memory(r: dict) -> None:
+    gb = 1e9
+    print(
+        f"Qwen2.5-1.5B shape, LoRA rank {r['rank']} on attention + MLP, float32, micro-batch "
+        f"{r['rows']} x {r['seq']} tokens, {r['devices']} fake CPU devices (population axis "
+        f"over them, base replicated), compiled memory analysis:"
+    )
+    state = r["state_bytes_per_learner"]
+    print(
+        f"  base {r['base_bytes'] / gb:.2f} GB; one learner's adapters "
+        f"{r['adapter_bytes'] / 1e6:.1f} MB, with Adam state {state / 1e6:.1f} MB "
+        f"({state / r['base_bytes']:.2%} of the base)"
+    )
+    for per, s in r["per_device"].items():
+        print(
+            f"  {per} learner(s) per device: {s['bytes'] / gb:.2f} GB per device "
+            f"(temp {s['temp'] / gb:.2f} GB), compiled in {s['compile_s']:.0f} s"
+        )
+    print(
+        f"  each extra learner: {r['extra_learner_bytes'] / 1e6:.1f} MB = "
+        f"{r['extra_over_base']:.2%} of the base's bytes; learners that fit on one 80 GB "
+        f"device beside the base: {r['learners_per_80gb']}",
+        flush=True,
+    )
