@@ -20,7 +20,7 @@ class SeqBatch(NamedTuple):
 
 
 def prompt_length(task: Task) -> int:
-    """P: the longest prompt plus BOS."""
+    """P: the longest prompt plus BOS (a bound for byte-level BPE too: a merge only shortens)."""
     return task.max_prompt_chars + 1
 
 
@@ -29,18 +29,18 @@ def completion_length(task: Task) -> int:
     return task.max_answer_chars + 3
 
 
-def encode_prompts(task: Task, problems: list[Problem]) -> tuple[np.ndarray, np.ndarray]:
-    """Prompt tokens and mask `[N, P]`."""
-    return tokenizer.encode_prompts([p.prompt for p in problems], prompt_length(task))
+def encode_prompts(
+    task: Task, problems: list[Problem], tok=tokenizer.CHAR
+) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt tokens and mask `[N, P]` (`tok`: `tokenizer.CHAR` or an `HFTokenizer`)."""
+    return tok.encode_prompts([p.prompt for p in problems], prompt_length(task))
 
 
-def encode_problems(task: Task, problems: list[Problem]) -> SeqBatch:
+def encode_problems(task: Task, problems: list[Problem], tok=tokenizer.CHAR) -> SeqBatch:
     """Prompts with their reference answers as completions: the SFT batch."""
-    prompt_tokens, prompt_mask = encode_prompts(task, problems)
+    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
     answers = [p.answer for p in problems]
-    completion_tokens, completion_mask = tokenizer.encode_completions(
-        answers, completion_length(task)
-    )
+    completion_tokens, completion_mask = tok.encode_completions(answers, completion_length(task))
     return SeqBatch(prompt_tokens, prompt_mask, completion_tokens, completion_mask)
 
 

@@ -8,7 +8,9 @@ verdicts on token arrays for the exact-match tasks and must agree with them on e
   equation    the whole text parses as `-?[0-9]{1,9}` and equals the solution;
   strings     the whole text equals the answer (1-16 lowercase letters).
 
-Tasks that need a parser (countdown) call their host verifier through `jax.pure_callback`.
+Tasks that need a parser (countdown) call their host verifier through `jax.pure_callback`, and
+so does every task under another tokenizer (a BPE tokenizer.json, `reward_kind`): its completions
+are decoded on the host by that tokenizer and judged by the same verifiers.
 
 Text is what `tokenizer.decode` makes of a completion: the tokens before the first EOS with PAD
 and BOS dropped. `visible_text` builds exactly that, left-aligned, on device.
@@ -37,6 +39,14 @@ _MAX_DIGITS = 9  # parse_int accepts at most 9 digits, so every value fits in in
 KINDS = {"arithmetic": "final_int", "equation": "int", "strings": "exact", "countdown": "host"}
 
 
+def reward_kind(task_name: str, tok=tokenizer.CHAR) -> str:
+    """`KINDS[task_name]` under the character tokenizer; "host" under any other tokenizer (the
+    device parsers read character ids)."""
+    if task_name not in KINDS:
+        raise ValueError(f"task {task_name!r} has no reward kind; known: {sorted(KINDS)}")
+    return KINDS[task_name] if isinstance(tok, tokenizer.CharTokenizer) else "host"
+
+
 class ProblemTable(NamedTuple):
     """A task split as device arrays, one row per problem (`N` problems)."""
 
@@ -58,17 +68,18 @@ def _target_int(task: Task, problem: Problem) -> int:
     return 0
 
 
-def make_table(task: Task, problems: list[Problem]) -> ProblemTable:
-    """Encodes `problems` of `task` into a `ProblemTable` (NumPy arrays; `jnp.asarray` to move)."""
+def make_table(task: Task, problems: list[Problem], tok=tokenizer.CHAR) -> ProblemTable:
+    """Encodes `problems` of `task` into a `ProblemTable` (NumPy arrays; `jnp.asarray` to move);
+    `tok` encodes the prompts (the exact kind's targets are character ids: `reward_kind`)."""
     if task.name not in KINDS:
         raise ValueError(f"task {task.name!r} has no reward kind; known: {sorted(KINDS)}")
     if not problems:
         raise ValueError(f"task {task.name!r}: an empty problem list cannot be a table")
-    prompt_tokens, prompt_mask = encode_prompts(task, problems)
+    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
     length = completion_length(task)
     target_tokens = np.full((len(problems), length), tokenizer.PAD, np.int32)
     target_len = np.zeros(len(problems), np.int32)
-    if KINDS[task.name] == "exact":
+    if reward_kind(task.name, tok) == "exact":
         for row, problem in enumerate(problems):
             ids = tokenizer.encode(problem.answer)
             target_tokens[row, : len(ids)] = ids
@@ -183,9 +194,10 @@ def answers(kind: str, tokens: jax.Array):
     raise ValueError(f"reward kind {kind!r} is not computed on device; kinds: {sorted(KINDS)}")
 
 
-def host_scorer(task: Task, problems: list[Problem], format_weight: float):
+def host_scorer(task: Task, problems: list[Problem], format_weight: float, tok=tokenizer.CHAR):
     """A NumPy function `(tokens [..., A], problem [...]) -> (reward, correct)` using the host
-    verifier, for `jax.pure_callback` (any leading dimensions, so it works under `vmap`)."""
+    verifier on `tok.decode`'s text, for `jax.pure_callback` (any leading dimensions, so it
+    works under `vmap`)."""
 
     def score(tokens, problem):
         tokens, problem = np.asarray(tokens), np.asarray(problem)
@@ -193,7 +205,7 @@ def host_scorer(task: Task, problems: list[Problem], format_weight: float):
         flat_problem = np.broadcast_to(problem, tokens.shape[:-1]).reshape(-1)
         rewards, correct = [], []
         for row, index in zip(flat_tokens, flat_problem, strict=True):
-            text, done = tokenizer.decode(row)
+            text, done = tok.decode(row)
             verdict = safe_verify(task, problems[int(index)], text)
             rewards.append(reward(verdict, done, format_weight=format_weight))
             correct.append(done and verdict.correct)

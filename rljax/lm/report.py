@@ -11,7 +11,7 @@ import matplotlib
 import numpy as np
 
 from rljax import stats
-from rljax.lm import lora, rollout
+from rljax.lm import lora, rollout, tokenizer
 from rljax.lm.data import spread
 from rljax.lm.tasks import TASKS
 
@@ -85,10 +85,11 @@ def _label(point: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in point.items()) or "default"
 
 
-def evaluate_learners(run, agent_cfg, states, base_params, test, points, key):
+def evaluate_learners(run, agent_cfg, states, base_params, test, points, key, tok=tokenizer.CHAR):
     """Final held-out evaluation of the base and every learner with the host verifiers.
 
-    `run`: the `rljax.train.lm_experiment.LMRunConfig`; `key`: the evaluation key (shared by all).
+    `run`: the `rljax.train.lm_experiment.LMRunConfig`; `key`: the evaluation key (shared by all);
+    `tok`: the run's tokenizer (`rljax.lm.pretrained.tokenizer`).
     """
     task = TASKS[run.task]
     problems = spread(test, run.final_problems)
@@ -103,6 +104,7 @@ def evaluate_learners(run, agent_cfg, states, base_params, test, points, key):
             num_samples=run.final_samples,
             temperature=run.temperature,
             top_p=run.top_p,
+            tok=tok,
         )
 
     base = evaluate(base_params)

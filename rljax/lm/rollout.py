@@ -48,9 +48,11 @@ def generate_and_score(
     temperature: float,
     top_p: float,
     format_weight: float = 0.0,
+    tok=tokenizer.CHAR,
 ) -> Scored:
-    """Samples `group_size` completions per problem and scores each with the task's verifier."""
-    prompt_tokens, prompt_mask = encode_prompts(task, problems)
+    """Samples `group_size` completions per problem and scores each with the task's verifier
+    (`tok` encodes the prompts and decodes the completions)."""
+    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
     prompt_tokens = np.repeat(prompt_tokens, group_size, axis=0)
     prompt_mask = np.repeat(prompt_mask, group_size, axis=0)
     out = sample_jit(
@@ -66,7 +68,7 @@ def generate_and_score(
     tokens, mask = np.asarray(out.tokens), np.asarray(out.mask)
     texts, finished, correct, rewards = [], [], [], []
     for row, token_row in enumerate(tokens):
-        text, done = tokenizer.decode(token_row)
+        text, done = tok.decode(token_row)
         verdict = safe_verify(task, problems[row // group_size], text)
         texts.append(text)
         finished.append(done)
@@ -95,6 +97,7 @@ def evaluate(
     temperature,
     top_p,
     batch_problems: int = 128,
+    tok=tokenizer.CHAR,
 ) -> dict:
     """pass@k (k = 1..num_samples), distinct correct answers and accuracy by level."""
     correct, answers = [], []
@@ -109,6 +112,7 @@ def evaluate(
             group_size=num_samples,
             temperature=temperature,
             top_p=top_p,
+            tok=tok,
         )
         correct.append(scored.correct.reshape(len(chunk), num_samples))
         answers.extend(

@@ -18,6 +18,7 @@ import jax
 import numpy as np
 import optax
 
+from rljax.lm import tokenizer
 from rljax.lm.data import SeqBatch, encode_problems
 from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig, init_params
@@ -124,10 +125,10 @@ class TraceFeed:
     start, so a resumed SFT sees exactly the batches of an uninterrupted one.
     """
 
-    def __init__(self, cfg: SFTConfig, task: Task, problems: list[Problem]):
+    def __init__(self, cfg: SFTConfig, task: Task, problems: list[Problem], tok=tokenizer.CHAR):
         if not problems:
             raise ValueError("SFT needs at least one training problem, got an empty list")
-        self.cfg, self.task, self.problems = cfg, task, problems
+        self.cfg, self.task, self.problems, self.tok = cfg, task, problems, tok
         self._restart()
 
     def _restart(self) -> None:
@@ -155,5 +156,5 @@ class TraceFeed:
             self._restart()
             for _ in range(first_step):
                 self._next()
-        batches = [encode_problems(self.task, self._next()) for _ in range(n)]
+        batches = [encode_problems(self.task, self._next(), self.tok) for _ in range(n)]
         return (jax.tree.map(lambda *x: np.stack(x), *batches),)

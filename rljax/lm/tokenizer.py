@@ -4,6 +4,10 @@ Layout conventions (used by the model, sampling, SFT and RL alike):
   prompts      [B, P]  left-padded, BOS first:   PAD PAD BOS 3 + 4 =
   completions  [B, A]  right-padded, EOS last:   1 1 EOS PAD PAD
 with masks of the same shape (1 = real token). EOS is the end-of-answer token.
+
+`CHAR` wraps these functions in the interface the toy tasks take from any tokenizer
+(`encode_prompts`, `encode_completions`, `decode`, `vocab_size`, `eos_ids`, `pad_id`,
+`fingerprint`); `rljax.lm.hf.tokenizer.HFTokenizer` (a BPE tokenizer.json) has the same one.
 """
 
 from __future__ import annotations
@@ -66,3 +70,29 @@ def encode_completions(answers: list[str], length: int) -> tuple[np.ndarray, np.
         tokens[row, : len(ids)] = ids
         mask[row, : len(ids)] = 1
     return tokens, mask
+
+
+class CharTokenizer:
+    """The character tokenizer as an object: what the toy tasks call on any tokenizer."""
+
+    vocab_size, pad_id, bos_id, eos_ids = VOCAB_SIZE, PAD, BOS, (EOS,)
+    eos_id = EOS
+
+    def fingerprint(self) -> str:
+        """ "" : SFT-base cache keys made with the character tokenizer do not name it."""
+        return ""
+
+    def encode(self, text: str) -> list[int]:
+        return encode(text)
+
+    def decode(self, ids) -> tuple[str, bool]:
+        return decode(ids)
+
+    def encode_prompts(self, prompts: list[str], length: int):
+        return encode_prompts(prompts, length)
+
+    def encode_completions(self, answers: list[str], length: int):
+        return encode_completions(answers, length)
+
+
+CHAR = CharTokenizer()

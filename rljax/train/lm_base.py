@@ -22,7 +22,7 @@ import jax
 
 from rljax.io.checkpoints import Checkpointer
 from rljax.io.metrics import MetricsWriter
-from rljax.lm import sft
+from rljax.lm import sft, tokenizer
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.lm.model import fingerprint as model_fingerprint
 from rljax.lm.tasks import Problem, Task
@@ -41,24 +41,29 @@ _VERSION = 1  # bump when the model or SFT code changes what a config produces
 
 
 def cache_key(
-    model_cfg: TransformerConfig, sft_cfg: sft.SFTConfig, task: Task, problems: list[Problem]
+    model_cfg: TransformerConfig,
+    sft_cfg: sft.SFTConfig,
+    task: Task,
+    problems: list[Problem],
+    tok=tokenizer.CHAR,
 ) -> str:
     """A short hash of the model config, SFT config, task name, dataset version and the very
-    problems the base is trained on (so bases of different level ranges never share a cache)."""
+    problems the base is trained on (so bases of different level ranges never share a cache),
+    and of the tokenizer where it is not the character one (whose keys stay as they were)."""
     digest = hashlib.sha256(
         "\n".join(f"{p.level}|{p.prompt}|{p.answer}" for p in problems).encode()
     ).hexdigest()
-    blob = json.dumps(
-        {
-            "model": model_fingerprint(model_cfg),
-            "sft": dataclasses.asdict(sft_cfg),
-            "task": task.name,
-            "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
-            "problems": digest,
-            "version": _VERSION,
-        },
-        sort_keys=True,
-    )
+    fields = {
+        "model": model_fingerprint(model_cfg),
+        "sft": dataclasses.asdict(sft_cfg),
+        "task": task.name,
+        "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
+        "problems": digest,
+        "version": _VERSION,
+    }
+    if tok.fingerprint():
+        fields["tokenizer"] = tok.fingerprint()
+    blob = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -69,8 +74,9 @@ def train(
     problems: list[Problem],
     workdir: str | None = None,
     progress: bool = False,
+    tok=tokenizer.CHAR,
 ):
-    """Trains a base model from scratch on `problems` in the host loop.
+    """Trains a base model from scratch on `problems` (encoded by `tok`) in the host loop.
 
     Args:
       workdir: the loop's outputs (metrics.jsonl/csv, curves.png, summary.json, checkpoints/);
@@ -80,10 +86,10 @@ def train(
       (params, metrics of the last step). Raises `SFTInterrupted` on SIGINT/SIGTERM (after the
       loop's checkpoint) and `loop.NonFiniteLossError` if the loss becomes NaN.
     """
-    feed = sft.TraceFeed(cfg, task, problems)  # checks the problems before anything compiles
+    feed = sft.TraceFeed(cfg, task, problems, tok)  # checks the problems before anything compiles
     if workdir is None:
         with tempfile.TemporaryDirectory() as tmp:
-            return train(cfg, model_cfg, task, problems, tmp, progress)
+            return train(cfg, model_cfg, task, problems, tmp, progress, tok)
     n = loop.chunk_size(cfg.steps, CHUNK_STEPS)
     loop_cfg = loop.LoopConfig(
         workdir=workdir,
@@ -122,11 +128,12 @@ def train_or_load(
     problems: list[Problem],
     cache_dir: str,
     progress: bool = False,
+    tok=tokenizer.CHAR,
 ):
     """Returns (params, info); info["cached"] says whether the base came from `cache_dir`.
     A base not yet cached is trained (resuming a killed SFT of the same config)."""
     directory = os.path.join(
-        cache_dir, f"{task.name}-{cache_key(model_cfg, sft_cfg, task, problems)}"
+        cache_dir, f"{task.name}-{cache_key(model_cfg, sft_cfg, task, problems, tok)}"
     )
     checkpointer = Checkpointer(directory, max_to_keep=1)
     if checkpointer.latest_step() is not None:
@@ -140,7 +147,7 @@ def train_or_load(
             _, params, meta = restored
             return params, {**meta, "cached": True, "path": directory}
         print(f"[rljax] the cached SFT base in {directory} is unreadable; training it again")
-    params, metrics = train(sft_cfg, model_cfg, task, problems, f"{directory}-sft", progress)
+    params, metrics = train(sft_cfg, model_cfg, task, problems, f"{directory}-sft", progress, tok)
     meta = {"sft_metrics": metrics}
     checkpointer.save(sft_cfg.steps, params, meta)
     checkpointer.close()

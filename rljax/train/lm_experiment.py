@@ -216,12 +216,14 @@ def validate(run: LMRunConfig) -> list[dict]:
             f"learners (num_seeds x grid points); allowed: a divisor of {learners}"
         )
     parsed = sorted({v["reward"] for v in values} & set(presets.PARSED_REWARDS))
-    if parsed and device_reward.KINDS[run.task] == "host":
+    agent_cfg = static_config(run, values, pretrained.model_config(dict(run.model)))
+    if parsed and agent_cfg.reward_kind == "host":
         raise ValueError(
             f"rl.reward={parsed[0]!r} parses answers on device, which task={run.task!r} cannot "
-            f"(its verifier runs on the host); allowed for it: verifier, random, none"
+            "with this tokenizer (its verifier runs on the host); allowed: verifier, random, none"
         )
-    agent_cfg = static_config(run, values, pretrained.model_config(dict(run.model)))
+    if agent_cfg.reward_kind == "host":  # `build` makes the scorer once the problems are loaded
+        agent_cfg = dataclasses.replace(agent_cfg, host_scorer=device_reward.host_scorer)
     grpo.validate(agent_cfg)
     return points or [{}]
 
@@ -231,7 +233,7 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
     task = TASKS[run.task]
     dynamic = any(bool(v["dynamic_sampling"]) for v in values)
     needs_refs = any(v["divergence"] in presets.SAMPLE_DIVERGENCES for v in values)
-    kind = device_reward.KINDS[task.name]
+    kind = device_reward.reward_kind(task.name, pretrained.tokenizer(dict(run.model)))
     return grpo.Config(
         model=dataclasses.replace(model, max_len=prompt_length(task) + completion_length(task)),
         reward_kind=kind,
@@ -266,25 +268,26 @@ def build(run: LMRunConfig, points: list[dict]):
         dict(run.model), max_len=prompt_length(task) + completion_length(task)
     )
     sft_cfg = sft.SFTConfig(**dict(run.sft))  # its own seed: every learner seed shares the base
+    tok = pretrained.tokenizer(dict(run.model))
     if dict(run.model).get("path"):
         base_params, info = pretrained.load_base(dict(run.model), model)
     else:
         base_params, info = lm_base.train_or_load(
-            model, sft_cfg, task, sft_problems, run.base_cache_dir, progress=run.progress
+            model, sft_cfg, task, sft_problems, run.base_cache_dir, run.progress, tok
         )
     if run.least_likely:
-        train = selection.least_likely(base_params, model, task, train, run.least_likely)
+        train = selection.least_likely(base_params, model, task, train, run.least_likely, tok)
     values = resolved_points(run, points)
     agent_cfg = static_config(run, values, model)
     quick = spread(test, run.eval_problems)
     if agent_cfg.reward_kind == "host":  # one host list: training problems, then the quick set
-        scorer = device_reward.host_scorer(task, train + quick, run.format_weight)
+        scorer = device_reward.host_scorer(task, train + quick, run.format_weight, tok)
         agent_cfg = dataclasses.replace(agent_cfg, host_scorer=scorer)
-    eval_table = device_reward.make_table(task, quick)
+    eval_table = device_reward.make_table(task, quick, tok)
     eval_table = eval_table._replace(index=eval_table.index + len(train))
     data = grpo.TaskData(
         base_params,
-        jax.tree.map(jnp.asarray, device_reward.make_table(task, train)),
+        jax.tree.map(jnp.asarray, device_reward.make_table(task, train, tok)),
         jax.tree.map(jnp.asarray, eval_table),
     )
     hparams = [presets.hparam_values(v) for v in values]
@@ -379,8 +382,9 @@ def train(run_cfg: LMRunConfig) -> Outcome:
         return Outcome(states, summary)
     t1 = time.perf_counter()
     key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)  # quick evals: steps >= 1
+    tok = pretrained.tokenizer(dict(run_cfg.model))
     base, learners = report.evaluate_learners(
-        run_cfg, agent_cfg, states, data.base_params, test, points, key
+        run_cfg, agent_cfg, states, data.base_params, test, points, key, tok
     )
     learners_run = len(points) * run_cfg.num_seeds
     timings = report.timings(summary, base_s, time.perf_counter() - t1, learners_run)

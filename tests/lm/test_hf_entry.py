@@ -1,4 +1,4 @@
-"""`--config.model.family/path/dtype` on experiments/train_lm.py, and the export script."""
+"""`--config.model.family|path|tokenizer|dtype` on experiments/train_lm.py; the export script."""
 
 import os
 import subprocess
@@ -38,6 +38,19 @@ def train_lm(load_entry):
 def test_model_flags_are_checked_before_anything_runs(train_lm, flag, message, tmp_path):
     with pytest.raises(cli.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         train_lm.parse(["train_lm.py", LM, flag, f"--workdir={tmp_path}/w"])
+
+
+def test_tokenizer_field_is_checked_before_anything_runs(train_lm, tmp_path):
+    argv = ["train_lm.py", LM, f"--workdir={tmp_path}/w"]
+    with pytest.raises(cli.ConfigError, match="model.tokenizer='/nonexistent' has no tokenizer"):
+        train_lm.parse([*argv, "--config.model.tokenizer=/nonexistent"])
+    bpe = f"--config.model.tokenizer={FIXTURES}/tokenizer"  # vocab 400, EOS 3
+    with pytest.raises(cli.ConfigError, match="rl.reward='majority' parses answers on device"):
+        train_lm.parse([*argv, bpe, "--config.rl.reward=majority"])
+    with pytest.raises(cli.ConfigError, match="needs vocab_size >= 400 and eos_token_id 3"):
+        train_lm.parse([*argv, f"--config.model.path={FIXTURES}/qwen2", bpe])  # vocab 256
+    run = train_lm.parse([*argv, bpe])  # a model built for it takes its vocabulary and ids
+    assert dict(run.model)["tokenizer"].endswith("tokenizer")
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 
@@ -98,6 +99,11 @@ class HFTokenizer:
             raise ValueError(f"tokenizer path {path!r}: no eos_token; pass eos_ids")
         pad_id = tok.token_to_id(pad) if pad is not None else ids[0]
         return cls(tok, tuple(ids), pad_id, _token_text(conf.get("bos_token")), eos, template)
+
+    def fingerprint(self) -> str:
+        """A hash of the vocabulary, merges and stop/pad ids (names the SFT bases trained on it)."""
+        blob = f"{self.tokenizer.to_str()}|{self.eos_ids}|{self.pad_id}"
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
