@@ -31,6 +31,7 @@ def test_echo_chamber_quick(run_quick):
         assert all(math.isfinite(v) for v in (summary["mean"], *summary["mean_ci"])), name
 
 
+@pytest.mark.slow  # three interpreter starts (~20-35 s)
 def test_bad_flags(bad_flag):
     assert "--seeds=2" in bad_flag("echo_chamber.py", "--seeds", "2")
     assert "--sft_steps=3" in bad_flag("echo_chamber.py", "--sft_steps", "3")

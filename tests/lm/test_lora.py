@@ -47,6 +47,7 @@ def _logits(cfg, params, batch):
 _forward = jax.jit(forward, static_argnums=1)
 
 
+@pytest.mark.slow  # four families compiled (~45 s on the 2-core CPU)
 @pytest.mark.parametrize("family", list(SHAPES))
 def test_fresh_adapters_give_the_base_logits_and_merging_is_exact(family):
     cfg, base = _model(family)
@@ -77,6 +78,7 @@ def test_every_attention_and_mlp_projection_is_adapted_with_its_shape():
     assert not jnp.any(tiny["block_1"]["qkv"]["lora_b"])
 
 
+@pytest.mark.slow  # the merged and adapted gradients compiled (~10-20 s)
 def test_gradients_reach_only_the_adapters():
     cfg, base = _model("qwen2")
     lcfg = lora.LoraConfig(rank=2)
