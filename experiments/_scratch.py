@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from rljax import stats
+from rljax import cli, stats
 from rljax.agents import grpo, learner
 from rljax.lm import device_reward, presets, sft, tokenizer
 from rljax.lm.data import SeqBatch
@@ -212,3 +212,24 @@ def strip_values(tree):
     if isinstance(tree, list):
         return [strip_values(v) for v in tree]
     return tree
+
+
+def parse_flags(
+    argv, *, description: str, workdir: str, seeds_help: str, steps: int, steps_help: str
+):
+    """The flags both from-scratch studies share, validated before anything is built;
+    ``--quick`` trains 2 updates per learner."""
+    parser = cli.ArgumentParser(description=description)
+    parser.add_argument("--workdir", default=workdir)
+    parser.add_argument("--quick", action="store_true", help="tiny model and budget (tests)")
+    parser.add_argument("--seeds", type=int, default=3, help=seeds_help)
+    parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
+    parser.add_argument("--steps", type=int, default=steps, help=steps_help)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps = 2
+    for name, low in (("seeds", 3), ("steps", 1), ("seed", 0)):
+        if getattr(args, name) < low:
+            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: an integer >= {low}")
+    cli.check_workdir("--workdir", args.workdir)
+    return args

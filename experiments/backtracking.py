@@ -388,19 +388,14 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
 
 def main(argv=None):
     cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", default="runs/backtracking")
-    parser.add_argument("--quick", action="store_true", help="tiny model and budget (tests)")
-    parser.add_argument("--seeds", type=int, default=3, help="learners per arm")
-    parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    parser.add_argument("--steps", type=int, default=24, help="GRPO updates per learner")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.steps = 2
-    for name, low in (("seeds", 3), ("steps", 1), ("seed", 0)):
-        if getattr(args, name) < low:
-            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: an integer >= {low}")
-    cli.check_workdir("--workdir", args.workdir)
+    args = _scratch.parse_flags(
+        argv,
+        description=__doc__.split("\n")[0],
+        workdir="runs/backtracking",
+        seeds_help="learners per arm",
+        steps=24,
+        steps_help="GRPO updates per learner",
+    )
     budget = QUICK if args.quick else DEFAULT
     start = time.perf_counter()
     out = run(args, budget)
