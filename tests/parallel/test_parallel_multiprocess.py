@@ -148,14 +148,24 @@ def test_local_rows_on_one_process():
 
 
 @pytest.mark.timeout(60)
-def test_launcher_stops_the_others_when_one_process_fails():
+def test_launcher_stops_the_others_when_one_process_fails(tmp_path):
     import io
     import time
 
+    # Each process prints and leaves a marker; rank 1 fails only once all three have printed, so
+    # the assertion on the relayed lines does not race the start-up of the others.
     code = (
-        "import os, sys, time\n"
-        "print('rank', os.environ['RLJAX_PROCESS_ID'], flush=True)\n"
-        "sys.exit(3) if os.environ['RLJAX_PROCESS_ID'] == '1' else time.sleep(120)\n"
+        "import os, pathlib, sys, time\n"
+        "rank = os.environ['RLJAX_PROCESS_ID']\n"
+        "print('rank', rank, flush=True)\n"
+        f"d = pathlib.Path({str(tmp_path)!r})\n"
+        "(d / rank).touch()\n"
+        "if rank == '1':\n"
+        "    t = time.monotonic()\n"
+        "    while len(list(d.iterdir())) < 3 and time.monotonic() - t < 30:\n"
+        "        time.sleep(0.05)\n"
+        "    sys.exit(3)\n"
+        "time.sleep(120)\n"
     )
     sink = io.StringIO()
     t0 = time.monotonic()
