@@ -1,7 +1,13 @@
-"""Test-wide JAX set-up: 8 fake CPU devices and the scheduler flag that avoids the 2-core hang.
+"""Test-wide JAX set-up: 8 fake CPU devices, the scheduler flag that avoids the 2-core hang, and a
+persistent compilation cache.
 
-Both flags must be in XLA_FLAGS before jax is imported, so they are set here, at the top of the
-first module pytest imports.
+The flags must be in XLA_FLAGS before jax is imported, so they are set here, at the top of the
+first module pytest imports. The compilation cache (`.pytest_cache/jax_compilation_cache`, shared
+by the xdist workers, the scripts and notebooks the tests start, and the fast and slow tiers) lets
+a program compiled once, by any of them, load instead of compiling again: tests and scripts build
+the same tiny models many times. It changes no result: an entry is the executable XLA would
+build, keyed on the program, the flags and the jax version. Set JAX_COMPILATION_CACHE_DIR to
+choose another directory.
 """
 
 import os
@@ -12,11 +18,14 @@ _FLAGS = (
 )
 _existing = os.environ.get("XLA_FLAGS", "")
 os.environ["XLA_FLAGS"] = " ".join([_existing, *(f for f in _FLAGS if f not in _existing)]).strip()
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR", os.path.join(ROOT, ".pytest_cache", "jax_compilation_cache")
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 
 import pytest  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture

@@ -118,3 +118,13 @@ def test_band_uses_the_seeds_defined_at_each_point():
     assert centre == pytest.approx(0.4) and 0.2 <= low <= centre <= high <= 0.6
     assert stats._band(np.array([np.nan, 0.3]), seed=0) == (0.3, 0.3, 0.3)
     assert all(np.isnan(stats._band(np.array([np.nan, np.nan]), seed=0)))
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), (10,), (7, 3), (16, 2)])
+def test_batched_bootstrap_equals_one_call_per_resample(shape):
+    """mean and IQM run on all resamples at once; the interval is the same float as calling the
+    statistic on each resample (a statistic without a batched form takes that path)."""
+    x = np.random.default_rng(len(shape)).normal(size=shape)
+    for statistic in (stats.mean, stats.iqm):
+        looped = stats.stratified_bootstrap(x, lambda r, f=statistic: f(r), seed=3)
+        assert stats.stratified_bootstrap(x, statistic, seed=3) == looped
