@@ -162,6 +162,7 @@ def _script(*args, timeout=120):
     )
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_as_a_subprocess_one_line_no_traceback_and_exit_codes(tmp_path):
     """The real command line: exit 2 and one ``error:`` line; ``--debug`` shows the traceback."""
     out = _script("experiments/train.py", PPO, "--config.hparams.gamma=2", f"--workdir={tmp_path}")

@@ -37,6 +37,7 @@ def train(load_entry):
         os.chdir(cwd)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name, env_name", SHIPPED)
 def test_shipped_config_trains_a_few_updates(train, name, env_name, tmp_path):

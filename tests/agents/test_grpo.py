@@ -153,6 +153,7 @@ def params():
         for p in sorted(presets.PRESETS)
     ],
 )  # cispo alone takes ~45 s on the 2-core CPU: slow tier
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_population_loss_and_gradient_equal_the_named_preset(params, preset):
     values = presets.resolve(preset, entropy_coef=0.01)  # exercise the entropy term too
     hp = grpo.make_hparams(presets.hparam_values(values))

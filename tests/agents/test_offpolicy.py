@@ -112,6 +112,7 @@ SLOW = pytest.mark.slow  # the second variant of each learner: compile-bound on 
         *(pytest.param(v, marks=SLOW) for v in ("sac-discrete", "ddpg", "mpo-discrete")),
     ],
 )
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_tiny_population_trains(variant):
     """2 agents vmapped, 8 updates of 1 gradient step (learning starts at update 4), one compile:
     finite losses, the critics moved, every agent took its env steps."""

@@ -16,6 +16,7 @@ TINY = ppo.Config(num_envs=4, num_steps=16, num_epochs=2, num_minibatches=2, hid
 HP = ppo.Hparams(3e-4, 0.2, 0.01, 0.5, 0.99, 0.95)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_update_compiles_once_and_is_deterministic():
     env = envs.make("CartPole-v1")
 

@@ -83,6 +83,7 @@ def test_bptt_gradients_do_not_cross_an_episode_boundary():
         np.testing.assert_array_equal(norms[t + 1 :], 0.0)  # and nothing from the future
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_training_rerun_reproduces_the_rollout():
     """Re-running the core from h0 with the stored resets gives the acting policy's log-probs
     and values, so the first minibatch's ratio is exactly 1 (on an env whose episodes end
@@ -145,6 +146,7 @@ def test_population_member_equals_its_solo_run():
     assert max(jax.tree.leaves(diff)) > 1e-4
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_gaussian_policy_runs_on_hidden_velocity_pendulum():
     env = envs.make("Pendulum-NoVel-v1")
     config = dataclasses.replace(TINY, normalize_obs=True)

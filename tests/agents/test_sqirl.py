@@ -52,6 +52,7 @@ def test_update_compiles_once_and_stacks_k_plus_one_levels():
     assert np.isfinite(metrics["loss/value"])
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_targets_match_hand_computation():
     """Level 0 = discounted Monte-Carlo sum + bootstrap on the random policy's mean Q; level j =
     one-step max backup of level j-1."""

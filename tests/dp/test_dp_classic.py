@@ -83,6 +83,7 @@ def test_policy_evaluation_hand_computed():
     np.testing.assert_allclose(q[:, 1], v, atol=1e-5)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_batched_equals_looped_and_no_recompile():
     keys = jax.random.split(jax.random.PRNGKey(3), 3)
     batch = jax.vmap(lambda k: dp.random_mdp(k, NUM_STATES, NUM_ACTIONS))(keys)

@@ -11,6 +11,7 @@ Tolerance for W1(DP, Monte Carlo) on returns in an interval of length L, n sampl
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rljax import dp
 
@@ -33,6 +34,7 @@ def _random_setup():
     return mdp, policy, returns
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_categorical_matches_monte_carlo_and_classic_mean():
     mdp, policy, returns = _random_setup()
     atoms = jnp.linspace(0.0, 10.0, 201)

@@ -4,6 +4,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rljax import dp
 
@@ -55,6 +56,7 @@ def test_rover_fails_on_stochastic_counterexample():
     assert int(dp.min_qvi_steps(mdp, 3)) == 1
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_k_steps_of_qvi_reach_q_star_and_effective_horizon():
     mdp = dp.random_mdp(jax.random.PRNGKey(0), 5, 3, horizon=4, discount=1.0)
     q_star = dp.value_iteration(mdp).q_values

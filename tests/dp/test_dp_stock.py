@@ -83,6 +83,7 @@ def test_cvar_optimize_matches_brute_force(alpha):
         np.testing.assert_allclose(float(achieved), expected, atol=1e-4)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_stock_cvar_beats_risk_neutral_and_greedy_on_gamble_chain():
     mdp = dp.gamble_chain()
     grid = dp.stock_grid(mdp)

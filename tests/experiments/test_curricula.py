@@ -28,6 +28,7 @@ def test_curricula_quick(run_quick):
         assert not math.isnan(r["ratio"]) and r["ratio"] > 0, name
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_bad_flags(bad_flag):
     assert "--seeds=1" in bad_flag("curricula.py", "--seeds", "1")
     assert "--steps=0" in bad_flag("curricula.py", "--steps", "0")

@@ -55,6 +55,7 @@ def _cells(rng, n_envs=3, seeds=5, dqn_slope=1.0, rw_gain=0.0):
     return mod, final, tq, saco
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_claim_rules_on_synthetic_results():
     rng = np.random.default_rng(0)
     mod, final, tq, saco = _cells(rng, rw_gain=0.3)

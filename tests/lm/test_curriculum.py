@@ -143,6 +143,7 @@ def test_uniform_learner_is_the_learner_without_curricula(data, preset, oversamp
         assert set(np.asarray(ro.problem).tolist()) <= set(drawn)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_sec_learner_draws_only_its_favoured_level_and_updates_its_values(data):
     config = _config()
     hp = _hp(curriculum="sec", curriculum_temp=0.01)

@@ -34,6 +34,7 @@ def _prompts():
     return tokenizer.encode_prompts(["1+2=", "3*4-5=", "9=", "7-7+7-7="], 10)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 @pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.8), (0.0, 1.0)])
 def test_kv_cache_sampling_equals_full_recompute(params, temperature, top_p):
     tokens, mask = _prompts()
@@ -134,6 +135,7 @@ def test_shared_prompt_pass_needs_whole_groups(params):
         completion_log_probs(params, CFG, *batch, group_size=4)
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_greedy_tokens_are_the_argmax_of_the_full_pass(params):
     prompt_tokens, prompt_mask = _prompts()
     out = sample(

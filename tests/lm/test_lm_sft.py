@@ -35,6 +35,7 @@ def test_config_errors_name_the_field():
         sft.SFTConfig(steps=5, warmup_steps=5)  # no decay step left: optax would fail later
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 @pytest.mark.timeout(120)
 def test_sft_lowers_nll_and_base_is_cached(tmp_path):
     task = TASKS["equation"]

@@ -19,6 +19,8 @@ from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population
 from rljax.train import experiment
 
+pytestmark = pytest.mark.slow  # a shared fixture and three mesh compiles: ~55 s on 2 cores
+
 CONFIG = ppo.Config(
     num_envs=4, num_steps=16, num_epochs=2, num_minibatches=2, num_updates=4, hidden=(16, 16)
 )

@@ -72,6 +72,7 @@ def _poisoned(chunk, at_call, edit):
     return fn
 
 
+@pytest.mark.slow  # over ~12 s on the 2-core CPU
 @pytest.mark.parametrize("at_call, last_checkpoint", [(3, 4), (1, None)])
 def test_nan_stop_writes_outputs_and_claims_only_real_checkpoints(
     tmp_path, at_call, last_checkpoint
