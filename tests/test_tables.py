@@ -109,3 +109,15 @@ def test_a_path_missing_from_results_json_is_named(tmp_path):
     mt = _make_tables()
     with pytest.raises(ValueError, match="results.json has no"):
         mt._resolve({"comparisons": {}}, ["comparisons", "x"], "study: x")
+
+
+def test_every_generated_row_has_the_header_s_cells():
+    """A '|' inside a card's text (e.g. a machine string) would add cells and break the table."""
+    for page in ("README.md", "docs/benchmarks.md", "docs/reproductions.md"):
+        with open(os.path.join(ROOT, page)) as f:
+            text = f.read()
+        for block in text.split("<!-- BEGIN ")[1:]:
+            rows = [r for r in block.split("<!-- END ")[0].splitlines() if r.startswith("|")]
+            if rows:
+                cells = {r.count("|") for r in rows}
+                assert len(cells) == 1, (page, block.splitlines()[0], sorted(cells))
