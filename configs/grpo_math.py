@@ -51,7 +51,7 @@ def get_config(arg: str = "gsm8k,tiny"):
         c.fields[name] = ""  # "" = the layout's own field
     c.answer_modes = "boxed,hash,last_number"  # how a completion's final answer is extracted
     c.model = path  # "tiny" or the checkpoint directory (config.json + safetensors)
-    c.tokenizer = "bytes" if tiny else path  # tokenizer.json directory ("bytes": UTF-8 bytes)
+    c.tokenizer = ""  # "bytes" or a tokenizer.json folder; "": bytes (tiny), the model folder
     c.chat_template = "plain" if tiny else "model"  # "model": the tokenizer's chat template
     c.d_model, c.n_layers, c.n_heads, c.d_ff = 64, 1, 4, 128  # tiny only
     c.prompt_length = prompt_length  # P tokens, template included

@@ -43,6 +43,8 @@ def from_config(c, workdir: str | None) -> math_rlvr.MathRunConfig:
         fields=fields,
         answer_modes=tuple(c.answer_modes.split(",")),
         model=c.model,
+        tokenizer=c.tokenizer,
+        chat_template=c.chat_template,
         d_model=c.d_model,
         n_layers=c.n_layers,
         n_heads=c.n_heads,

@@ -9,8 +9,13 @@ held-out problem per learner and write pass@k (`rljax.lm.evaluation.summarize`).
 
 Writes `<workdir>/metrics.jsonl` (one row per step and learner) and `<workdir>/results.json`
 (config, per-learner pass@k curve with bootstrap intervals, checker statistics).
-Models: "tiny" is the present decoder at the config's widths with the byte tokenizer and plain
-template; a pretrained checkpoint needs the decoder / checkpoint module and its chat template.
+Models: "tiny" is the decoder built at the config's widths (random initialization, then SFT); a
+checkpoint folder (config.json + safetensors, `rljax.lm.hf`) is read at its own sizes with
+max_len = P + A and its parameters are the base (fine-tuned first only if `sft_steps > 0`).
+`tokenizer` is "bytes" (`math_task.ByteTokenizer`) or a tokenizer.json folder, and
+`chat_template` "plain" (`math_task.PlainTemplate`) or "model" (the tokenizer's chat template);
+the model config takes the tokenizer's stop and pad ids. Everything runs on one device: the
+config's mesh fields are not used here.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ import numpy as np
 from rljax.agents import grpo
 from rljax.lm import evaluation, math_answers, math_data, math_task, presets, sft
 from rljax.lm.data import SeqBatch
+from rljax.lm.hf import checkpoint
+from rljax.lm.hf import config as hf_config
+from rljax.lm.hf.tokenizer import HFTokenizer
 from rljax.lm.math_checker import Checker
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.lm.sampling import sample
@@ -40,12 +48,14 @@ class MathRunConfig:
     layout: str = "gsm8k"  # gsm8k | math
     fields: tuple = ()  # (("question", "prompt"), ...): field renames for other layouts
     answer_modes: tuple[str, ...] = math_answers.MODES  # how completions' answers are extracted
-    model: str = "tiny"  # "tiny" or a pretrained checkpoint directory
-    d_model: int = 64
+    model: str = "tiny"  # "tiny" or a checkpoint folder (config.json + safetensors)
+    tokenizer: str = ""  # "bytes" or a tokenizer.json folder; "": bytes for tiny, else `model`
+    chat_template: str = "plain"  # plain (question + "\nAnswer: ") | model (the tokenizer's)
+    d_model: int = 64  # d_model .. d_ff: tiny only
     n_layers: int = 1
     n_heads: int = 4
     d_ff: int = 128
-    prompt_length: int = 96  # P tokens (BOS + rendered question)
+    prompt_length: int = 96  # P tokens (the rendered question, with BOS for the plain template)
     completion_length: int = 8  # A sampled tokens
     prompts_per_step: int = 4  # B
     group_size: int = 4  # G
@@ -53,7 +63,7 @@ class MathRunConfig:
     presets: tuple[str, ...] = ("grpo",)  # one grid point per preset (a sweep axis)
     num_seeds: int = 1  # learners per preset
     seed: int = 0
-    sft_steps: int = 0  # fine-tuning steps on "#### answer" completions before RL (tiny only)
+    sft_steps: int = 0  # fine-tuning steps on "#### answer" completions before RL
     sft_learning_rate: float = 3e-3
     temperature: float = 1.0
     format_weight: float = 0.0
@@ -66,6 +76,66 @@ class MathRunConfig:
 def _positive(name: str, value, low: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {low}")
+
+
+CHAT_TEMPLATES = ("plain", "model")
+
+
+def tokenizer_dir(run: MathRunConfig) -> str:
+    """`run.tokenizer`, or its default: "bytes" for the tiny model, else the model folder."""
+    if run.tokenizer:
+        return run.tokenizer
+    return "bytes" if run.model == "tiny" else run.model
+
+
+def _has_chat_template(path: str) -> bool:
+    """Whether `HFTokenizer.from_dir(path)` finds a chat template (tokenizer_config.json's
+    chat_template, or chat_template.jinja)."""
+    if os.path.isfile(os.path.join(path, "chat_template.jinja")):
+        return True
+    conf = os.path.join(path, "tokenizer_config.json")
+    if not os.path.isfile(conf):
+        return False
+    with open(conf) as f:
+        return json.load(f).get("chat_template") is not None
+
+
+def _check_model(run: MathRunConfig) -> None:
+    """The checkpoint folder, tokenizer and chat template fields (files only; nothing loaded)."""
+    if run.model != "tiny":
+        if not os.path.isfile(os.path.join(run.model, "config.json")):
+            raise ValueError(
+                f"model={run.model!r} has no config.json; allowed: 'tiny' or a checkpoint folder "
+                "with config.json and safetensors"
+            )
+        if not any(
+            os.path.isfile(os.path.join(run.model, name))
+            for name in (checkpoint.SINGLE, checkpoint.INDEX)
+        ):
+            raise ValueError(
+                f"model={run.model!r} has neither {checkpoint.SINGLE} nor {checkpoint.INDEX}; "
+                "allowed: a checkpoint folder with its safetensors"
+            )
+        try:
+            hf_config.read(run.model)
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"model={run.model!r}: {e}") from None
+    tok = tokenizer_dir(run)
+    if tok != "bytes" and not os.path.isfile(os.path.join(tok, "tokenizer.json")):
+        raise ValueError(
+            f"tokenizer={tok!r} has no tokenizer.json; allowed: 'bytes' or a folder with "
+            "tokenizer.json (default: the model folder)"
+        )
+    if run.chat_template not in CHAT_TEMPLATES:
+        raise ValueError(
+            f"chat_template={run.chat_template!r} is unknown; allowed: {', '.join(CHAT_TEMPLATES)}"
+        )
+    if run.chat_template == "model" and (tok == "bytes" or not _has_chat_template(tok)):
+        raise ValueError(
+            f"chat_template='model' but tokenizer={tok!r} has no chat template "
+            "(tokenizer_config.json chat_template or chat_template.jinja); allowed: "
+            "chat_template='plain' or a tokenizer folder with one"
+        )
 
 
 def validate(run: MathRunConfig) -> None:
@@ -84,11 +154,7 @@ def validate(run: MathRunConfig) -> None:
         presets.hparam_values(presets.resolve(preset))
     if not run.presets:
         raise ValueError(f"presets is empty; valid: {', '.join(presets.PRESETS)}")
-    if run.model != "tiny":
-        raise ValueError(
-            f"model={run.model!r}: only 'tiny' runs in this checkout; a pretrained checkpoint "
-            "needs the decoder and checkpoint loader with its tokenizer and chat template"
-        )
+    _check_model(run)
     if not run.checker_timeout_s > 0:
         raise ValueError(f"checker_timeout_s={run.checker_timeout_s!r}; allowed: > 0")
     if not run.temperature > 0 or not run.format_weight >= 0:
@@ -119,8 +185,9 @@ def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> 
     )
 
 
-def fine_tune(run: MathRunConfig, model, problems, tok, template, key):
-    """`sft_steps` AdamW steps of next-token loss on `#### <answer>` completions."""
+def fine_tune(run: MathRunConfig, model, problems, tok, template, key, base=None):
+    """`sft_steps` AdamW steps of next-token loss on `#### <answer>` completions, from `base`
+    (a checkpoint's parameters) or from a random initialization."""
     cfg = sft.SFTConfig(
         steps=max(run.sft_steps, 1),
         batch_size=min(64, len(problems)),
@@ -129,6 +196,8 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key):
         seed=run.seed,
     )
     state = sft.init(cfg, model, key)
+    if base is not None:
+        state = sft.SFTState(base, sft.make_optimizer(cfg).init(base), state.step)
     batch = SeqBatch(
         *math_task.encode_sft(problems, tok, template, run.prompt_length, run.completion_length)
     )
@@ -160,24 +229,58 @@ def pass_at_k(run, config, table, problems, params, checker, tok, key):
     ]
 
 
+def load_tokenizer(run: MathRunConfig):
+    """(tokenizer, template) of the run: bytes or the tokenizer folder; plain or its chat one."""
+    path = tokenizer_dir(run)
+    if path == "bytes":
+        return math_task.ByteTokenizer(), math_task.PlainTemplate()
+    hf = HFTokenizer.from_dir(path)
+    tok = math_task.PretrainedTokenizer(hf)
+    if run.chat_template == "model":
+        return tok, math_task.ChatTemplate(hf)
+    return tok, math_task.PlainTemplate()
+
+
+def model_config(run: MathRunConfig, tok) -> TransformerConfig:
+    """The tiny decoder at the run's widths, or the checkpoint's config.json with max_len P + A;
+    either stops on the tokenizer's `eos_ids` and pads with its `pad_id`."""
+    max_len = run.prompt_length + run.completion_length
+    if run.model == "tiny":
+        model = TransformerConfig(
+            vocab_size=tok.vocab_size, d_model=run.d_model, n_layers=run.n_layers,
+            n_heads=run.n_heads, d_ff=run.d_ff, max_len=max_len,
+        )  # fmt: skip
+    else:
+        model = hf_config.read(run.model, max_len=max_len)
+    model = dataclasses.replace(model, eos_ids=tuple(tok.eos_ids), pad_id=tok.pad_id)
+    math_task.check_tokenizer(tok, model)
+    return model
+
+
+def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, template, key):
+    """The policy RL starts from: the checkpoint's or a random one, fine-tuned if sft_steps."""
+    base = None
+    if run.model != "tiny":
+        base, loaded = checkpoint.load(run.model, max_len=model.max_len, dtype=model.dtype)
+        if dataclasses.replace(loaded, eos_ids=model.eos_ids, pad_id=model.pad_id) != model:
+            raise ValueError(f"model={run.model!r} does not describe {model}")
+    if run.sft_steps:
+        return fine_tune(run, model, train, tok, template, key, base)
+    return init_params(model, key) if base is None else base
+
+
 def run(run: MathRunConfig) -> dict:
     """Trains and evaluates; returns the results written to `<workdir>/results.json`."""
     validate(run)
     fields = math_data.fields_for(run.layout, **dict(run.fields))
     train, test = math_data.load_splits(run.train_path, run.test_path, fields)
     test = test[: run.eval_problems] if run.eval_problems else test
-    tok, template = math_task.ByteTokenizer(), math_task.PlainTemplate()
-    model = TransformerConfig(
-        vocab_size=tok.vocab_size, d_model=run.d_model, n_layers=run.n_layers,
-        n_heads=run.n_heads, d_ff=run.d_ff, max_len=run.prompt_length + run.completion_length,
-    )  # fmt: skip
+    tok, template = load_tokenizer(run)
+    model = model_config(run, tok)
     train_table = math_task.make_table(train, tok, template, run.prompt_length)
     test_table = math_task.make_table(test, tok, template, run.prompt_length)
     key_model, key_learners, key_eval = jax.random.split(jax.random.PRNGKey(run.seed), 3)
-    if run.sft_steps:
-        base = fine_tune(run, model, train, tok, template, key_model)
-    else:
-        base = init_params(model, key_model)
+    base = base_params(run, model, train, tok, template, key_model)
     values = learner_values(run)
     os.makedirs(run.workdir, exist_ok=True)
     with Checker(timeout_s=run.checker_timeout_s, num_workers=run.checker_workers) as checker:

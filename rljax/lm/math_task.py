@@ -1,11 +1,13 @@
 """Math problems as device tables, and their reward: the checker behind `jax.pure_callback`.
 
-Prompts are `template.render(question)` encoded by `tokenizer` (BOS first, left-padded to a
-fixed `[N, P]`), the layout of `rljax.lm.tokenizer`. Any tokenizer with `encode(text) -> ids`,
-`decode(ids) -> (text before EOS, finished)`, `vocab_size` and the special ids the sampler uses
-(PAD 0, BOS 1, EOS 2) works, and any template with `render(question) -> text`: the plain ones
-here serve the present decoder; a pretrained model's tokenizer and chat template plug into
-the same two calls.
+Prompts are `template.render(question)` encoded by `tokenizer`, left-padded to a fixed `[N, P]`
+(the layout of `rljax.lm.tokenizer`); a template with `add_bos` (the plain one) puts the
+tokenizer's BOS first, a chat template's text already holds its special tokens. A tokenizer has
+`encode(text) -> ids` (no special tokens added), `decode(ids) -> (text before a stop token,
+finished)`, `vocab_size`, `pad_id`, `bos_id` (None: no BOS), `eos_id` and `eos_ids`: the byte
+tokenizer here for the tiny decoder, `PretrainedTokenizer` for a checkpoint's tokenizer.json. The
+sampler stops at the model config's `eos_ids` and pads with its `pad_id`, so those come from the
+tokenizer (`check_tokenizer`).
 
 Reward of a completion (`math_scorer`), as `rljax.lm.tasks.reward`:
 
@@ -20,6 +22,7 @@ deadline.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,6 +35,7 @@ class ByteTokenizer:
     """UTF-8 bytes as tokens 3..258 after PAD/BOS/EOS (0, 1, 2): encodes any text."""
 
     pad_id, bos_id, eos_id = tokenizer.PAD, tokenizer.BOS, tokenizer.EOS
+    eos_ids = (tokenizer.EOS,)
     vocab_size = 264  # 3 specials + 256 bytes, rounded up to a multiple of 8
 
     def encode(self, text: str) -> list[int]:
@@ -50,22 +54,75 @@ class ByteTokenizer:
 
 
 @dataclasses.dataclass(frozen=True)
+class PretrainedTokenizer:
+    """A checkpoint's `rljax.lm.hf.tokenizer.HFTokenizer` in the interface above: `encode` adds
+    no special tokens, `bos_id` is the id of tokenizer_config.json's bos_token (None without)."""
+
+    hf: object  # HFTokenizer
+
+    @property
+    def pad_id(self) -> int:
+        return self.hf.pad_id
+
+    @property
+    def eos_id(self) -> int:
+        return self.hf.eos_id
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        return self.hf.eos_ids
+
+    @property
+    def bos_id(self) -> int | None:
+        token = self.hf.bos_token
+        return None if token is None else self.hf.tokenizer.token_to_id(token)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.hf.vocab_size
+
+    def encode(self, text: str) -> list[int]:
+        return self.hf.encode(text, add_special_tokens=False)
+
+    def decode(self, ids) -> tuple[str, bool]:
+        """Text before the first of `eos_ids` (special tokens dropped), and whether it ended."""
+        return self.hf.decode(ids)
+
+
+@dataclasses.dataclass(frozen=True)
 class PlainTemplate:
-    """`prefix + question + suffix`: the prompt without a chat template."""
+    """`prefix + question + suffix`: the prompt without a chat template (BOS put first)."""
 
     prefix: str = ""
     suffix: str = "\nAnswer: "
+    add_bos: ClassVar[bool] = True
 
     def render(self, question: str) -> str:
         return f"{self.prefix}{question}{self.suffix}"
 
 
+@dataclasses.dataclass(frozen=True)
+class ChatTemplate:
+    """The question as one user turn of the tokenizer's chat template, with the assistant's turn
+    opened (`apply_chat_template(..., add_generation_prompt=True)`); its text holds its own
+    special tokens (a BOS too where the template writes one), so no BOS is added."""
+
+    hf: object  # HFTokenizer with a chat_template
+    add_bos: ClassVar[bool] = False
+
+    def render(self, question: str) -> str:
+        messages = [{"role": "user", "content": question}]
+        return self.hf.apply_chat_template(messages, add_generation_prompt=True)
+
+
 def encode_prompts(problems: list[Problem], tok, template, length: int):
-    """`[N, length]` int32 prompt tokens (BOS + rendered question, left-padded) and 0/1 mask."""
+    """`[N, length]` int32 prompt tokens (BOS if `template.add_bos` and the tokenizer has one,
+    then the rendered question; left-padded) and 0/1 mask."""
     tokens = np.full((len(problems), length), tok.pad_id, np.int32)
     mask = np.zeros((len(problems), length), np.int32)
+    bos = [tok.bos_id] if template.add_bos and tok.bos_id is not None else []
     for row, problem in enumerate(problems):
-        ids = [tok.bos_id, *tok.encode(template.render(problem.prompt))]
+        ids = [*bos, *tok.encode(template.render(problem.prompt))]
         if len(ids) > length:
             raise ValueError(
                 f"problem {row} needs {len(ids)} prompt tokens > prompt_length={length}; "
@@ -88,13 +145,30 @@ def encode_sft(problems: list[Problem], tok, template, prompt_length: int, lengt
     return prompt_tokens, prompt_mask, tokens, mask
 
 
-def check_tokenizer(tok) -> None:
-    """The sampler ends completions at EOS = 2 and pads with 0; refuse a tokenizer that differs."""
-    ids = (tok.pad_id, tok.bos_id, tok.eos_id)
-    if ids != (tokenizer.PAD, tokenizer.BOS, tokenizer.EOS):
+def check_tokenizer(tok, model=None) -> None:
+    """Refuses a tokenizer the sampler cannot end: its stop ids must hold `eos_id` and its ids fit
+    the vocabulary; with `model` (a `TransformerConfig`), the model's `eos_ids` / `pad_id` must be
+    the tokenizer's (the sampler stops and pads with them) and its vocabulary cover the
+    tokenizer's."""
+    ids = {"pad_id": tok.pad_id, "bos_id": tok.bos_id, "eos_id": tok.eos_id}
+    if not tok.eos_ids or tok.eos_id != tok.eos_ids[0]:
+        raise ValueError(f"tokenizer eos_ids={tok.eos_ids} must start with eos_id={tok.eos_id}")
+    for name, i in (*ids.items(), *(("eos_ids", i) for i in tok.eos_ids)):
+        if i is not None and not 0 <= i < tok.vocab_size:
+            raise ValueError(
+                f"tokenizer {name}={i} is outside its vocabulary [0, {tok.vocab_size})"
+            )
+    if model is None:
+        return
+    if tuple(model.eos_ids) != tuple(tok.eos_ids) or model.pad_id != tok.pad_id:
         raise ValueError(
-            f"tokenizer special ids (pad, bos, eos)={ids}; the sampler needs "
-            f"{(tokenizer.PAD, tokenizer.BOS, tokenizer.EOS)}"
+            f"model eos_ids={model.eos_ids}, pad_id={model.pad_id}; the sampler needs the "
+            f"tokenizer's eos_ids={tok.eos_ids}, pad_id={tok.pad_id}"
+        )
+    if tok.vocab_size > model.vocab_size:
+        raise ValueError(
+            f"tokenizer vocab_size={tok.vocab_size} > the model's vocab_size={model.vocab_size}; "
+            "allowed: a tokenizer whose ids the model's embedding covers"
         )
 
 

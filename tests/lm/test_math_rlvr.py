@@ -36,7 +36,7 @@ def test_validate_refuses_bad_fields_before_loading(tmp_path):
         (dict(presets=("grpo", "gpro")), "preset='gpro' is unknown; valid: grpo,"),
         (dict(layout="aime"), "layout='aime' is unknown"),
         (dict(answer_modes=("boxed", "first")), "answer mode 'first' is unknown"),
-        (dict(model="Qwen/Qwen2.5-0.5B"), "only 'tiny' runs in this checkout"),
+        (dict(model="Qwen/Qwen2.5-0.5B"), "model='Qwen/Qwen2.5-0.5B' has no config.json"),
         (dict(checker_timeout_s=0.0), "checker_timeout_s=0.0"),
     ]:
         bad = math_rlvr.MathRunConfig(**{**run.__dict__, **change})
