@@ -7,12 +7,13 @@
     python scripts/memory_plan.py --config=configs/grpo_math.py:gsm8k,qwen2.5-0.5b  # fits?
 
 dataset: gsm8k | math (the file layout; `fields.*` renames fields for other layouts).
-model:   tiny (the present decoder, byte tokenizer, plain template: runs on a CPU) or one of
-         qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen2.5-7b, qwen3-8b: the checkpoint's
-         directory, tokenizer and chat template (downloaded by the user, docs/math.md), its
-         lengths and batch, and the mesh and sharding rules the memory plan (docs/scaling.md)
-         found to fit. Pretrained models need the decoder / checkpoint loader; until it is in
-         the checkout, `experiments/train_math.py` refuses them with a one-line error.
+model:   tiny (a decoder built at d_model.. sizes, byte tokenizer, plain template: runs on a CPU)
+         or one of qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen2.5-7b, qwen3-8b: the
+         checkpoint folder (downloaded by the user, docs/math.md) whose config.json, safetensors,
+         tokenizer.json and chat template the run loads, its lengths and batch. The run uses one
+         device: mesh_shape / mesh_axes / rules are read only by scripts/memory_plan.py, which
+         finds the presets' step too large for one 80 GB GPU (docs/scaling.md); lower the
+         lengths and batch for one GPU.
 Measured (2-core shared CPU): gsm8k,tiny on a 45-problem sample file, 150 SFT + 3 GRPO steps
 of 2 presets: under 4 min wall (tests/lm/test_math_rlvr.py).
 """
@@ -69,7 +70,7 @@ def get_config(arg: str = "gsm8k,tiny"):
     c.checker_workers = 2
     c.eval_problems = 0  # held-out problems for pass@k (0: the whole test file)
     c.eval_samples = 4 if tiny else 16  # n for pass@k
-    c.mesh_shape = mesh_shape  # devices per axis (-1: the rest); one GPU: (1,)
+    c.mesh_shape = mesh_shape  # devices per axis (-1: the rest); memory_plan only, the run: 1
     c.mesh_axes = mesh_axes
     c.rules = rules  # fsdp | fsdp_tensor (rljax.parallel.steps)
     return c
