@@ -195,9 +195,10 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, base=None
         warmup_steps=min(10, max(run.sft_steps // 5, 1)),
         seed=run.seed,
     )
-    state = sft.init(cfg, model, key)
-    if base is not None:
-        state = sft.SFTState(base, sft.make_optimizer(cfg).init(base), state.step)
+    if base is None:
+        state = sft.init(cfg, model, key)
+    else:
+        state = sft.SFTState(base, sft.make_optimizer(cfg).init(base), jnp.zeros((), jnp.int32))
     batch = SeqBatch(
         *math_task.encode_sft(problems, tok, template, run.prompt_length, run.completion_length)
     )

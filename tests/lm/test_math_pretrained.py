@@ -2,6 +2,7 @@
 through a BPE tokenizer's chat template, and the entry point on a tiny Qwen2-layout checkpoint
 with its tokenizer.json (both built here)."""
 
+import dataclasses
 import json
 import os
 
@@ -117,17 +118,13 @@ def test_validate_names_the_model_tokenizer_and_chat_template_fields(tmp_path, c
     assert math_rlvr.tokenizer_dir(run) == "bytes"
     good = math_rlvr.MathRunConfig(**{**run.__dict__, "model": checkpoint_dir})
     assert math_rlvr.tokenizer_dir(good) == checkpoint_dir
-    math_rlvr.validate(dataclass_replace(good, chat_template="model"))
-    math_rlvr.validate(dataclass_replace(good, tokenizer=str(plain_tok)))
-
-
-def dataclass_replace(run, **change):
-    return math_rlvr.MathRunConfig(**{**run.__dict__, **change})
+    math_rlvr.validate(dataclasses.replace(good, chat_template="model"))
+    math_rlvr.validate(dataclasses.replace(good, tokenizer=str(plain_tok)))
 
 
 def test_model_config_takes_the_tokenizers_ids_and_refuses_a_larger_vocabulary(checkpoint_dir):
     run = math_rlvr.MathRunConfig("none.jsonl", "none.jsonl", "none", model=checkpoint_dir)
-    tok, template = math_rlvr.load_tokenizer(dataclass_replace(run, chat_template="model"))
+    tok, template = math_rlvr.load_tokenizer(dataclasses.replace(run, chat_template="model"))
     assert isinstance(template, math_task.ChatTemplate)
     model = math_rlvr.model_config(run, tok)
     assert (model.family, model.d_model, model.max_len) == ("qwen2", 32, 96 + 8)
