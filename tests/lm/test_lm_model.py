@@ -34,17 +34,23 @@ def _prompts():
     return tokenizer.encode_prompts(["1+2=", "3*4-5=", "9=", "7-7+7-7="], 10)
 
 
+# Jitted once per module: op-by-op these tiny programs spend seconds in dispatch.
+_SAMPLE_ARGS = dict(static_argnums=1, static_argnames=("max_new_tokens", "temperature", "top_p"))
+_sample = jax.jit(sample, **_SAMPLE_ARGS)
+_sample_recompute = jax.jit(sample_recompute, **_SAMPLE_ARGS)
+_forward = jax.jit(forward, static_argnums=1)
+_log_probs = jax.jit(completion_log_probs, static_argnums=1, static_argnames="group_size")
+_token_stats = jax.jit(completion_token_stats, static_argnums=1, static_argnames="group_size")
+
+
 @pytest.mark.slow  # over ~12 s on the 2-core CPU
 @pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.8), (0.0, 1.0)])
 def test_kv_cache_sampling_equals_full_recompute(params, temperature, top_p):
     tokens, mask = _prompts()
-    fast = jax.jit(
-        sample, static_argnums=1, static_argnames=("max_new_tokens", "temperature", "top_p")
-    )
     for seed in range(3):
         kw = dict(max_new_tokens=8, temperature=temperature, top_p=top_p)
-        a = fast(params, CFG, tokens, mask, jax.random.key(seed), **kw)
-        b = sample_recompute(params, CFG, tokens, mask, jax.random.key(seed), **kw)
+        a = _sample(params, CFG, tokens, mask, jax.random.key(seed), **kw)
+        b = _sample_recompute(params, CFG, tokens, mask, jax.random.key(seed), **kw)
         np.testing.assert_array_equal(a.tokens, b.tokens)
         np.testing.assert_array_equal(a.mask, b.mask)
         # After the first EOS a row emits only PAD with mask 0.
@@ -70,9 +76,7 @@ def test_left_padding_does_not_change_logits(params):
 def test_log_prob_masks_exclude_padding(params):
     prompt_tokens, prompt_mask = _prompts()
     comp_tokens, comp_mask = tokenizer.encode_completions(["3", "7", "9", "0"], 6)
-    logp, entropy = completion_log_probs(
-        params, CFG, prompt_tokens, prompt_mask, comp_tokens, comp_mask
-    )
+    logp, entropy = _log_probs(params, CFG, prompt_tokens, prompt_mask, comp_tokens, comp_mask)
     chex.assert_shape([logp, entropy], comp_tokens.shape)
     assert (np.asarray(logp)[comp_mask == 0] == 0).all()
     assert (np.asarray(entropy)[comp_mask == 0] == 0).all()
@@ -80,13 +84,13 @@ def test_log_prob_masks_exclude_padding(params):
     # Garbage in the padded slots changes nothing at real positions.
     junk = np.where(comp_mask == 1, comp_tokens, 17)
     junk_prompt = np.where(prompt_mask == 1, prompt_tokens, 23)
-    logp2, _ = completion_log_probs(params, CFG, junk_prompt, prompt_mask, junk, comp_mask)
+    logp2, _ = _log_probs(params, CFG, junk_prompt, prompt_mask, junk, comp_mask)
     np.testing.assert_allclose(logp, logp2, atol=1e-5)
     # Masked batch == each row alone, unpadded (masking equals slicing).
     for row in range(len(comp_tokens)):
         p = prompt_tokens[row][prompt_mask[row] == 1][None]
         c = comp_tokens[row][comp_mask[row] == 1][None]
-        alone, _ = completion_log_probs(params, CFG, p, np.ones_like(p), c, np.ones_like(c))
+        alone, _ = _log_probs(params, CFG, p, np.ones_like(p), c, np.ones_like(c))
         np.testing.assert_allclose(alone[0], logp[row][comp_mask[row] == 1], atol=1e-5)
 
 
@@ -113,8 +117,8 @@ def test_shared_prompt_pass_equals_the_whole_sequence_pass(params, group, answer
     """group_size runs each prompt once for its group (KV-cache path): the same log-probs,
     entropies, vocabulary means and gradients as the whole-sequence pass, up to rounding."""
     batch = _groups(4, group, answer_len)
-    plain = completion_token_stats(params, CFG, *batch)
-    shared = completion_token_stats(params, CFG, *batch, group_size=group)
+    plain = _token_stats(params, CFG, *batch)
+    shared = _token_stats(params, CFG, *batch, group_size=group)
     for a, b in zip(plain, shared, strict=True):
         np.testing.assert_allclose(a, b, atol=2e-5)
     weights = jnp.linspace(-1.0, 1.0, answer_len)
@@ -123,7 +127,7 @@ def test_shared_prompt_pass_equals_the_whole_sequence_pass(params, group, answer
         logp, entropy, mean = completion_token_stats(p, CFG, *batch, group_size=g)
         return jnp.sum(logp * weights) + jnp.sum(entropy) + jnp.sum(mean)
 
-    grads = [jax.grad(loss)(params, g) for g in (1, group)]
+    grads = [jax.jit(jax.grad(loss), static_argnums=1)(params, g) for g in (1, group)]
     scale = max(float(jnp.abs(x).max()) for x in jax.tree.leaves(grads[0]))
     for a, b in zip(*map(jax.tree.leaves, grads), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5 * scale)
@@ -138,7 +142,7 @@ def test_shared_prompt_pass_needs_whole_groups(params):
 @pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_greedy_tokens_are_the_argmax_of_the_full_pass(params):
     prompt_tokens, prompt_mask = _prompts()
-    out = sample(
+    out = _sample(
         params,
         CFG,
         prompt_tokens,
@@ -149,7 +153,7 @@ def test_greedy_tokens_are_the_argmax_of_the_full_pass(params):
     )
     tokens = jnp.concatenate([prompt_tokens, out.tokens], axis=1)
     mask = jnp.concatenate([prompt_mask, out.mask], axis=1)
-    logits, _ = forward(params, CFG, tokens, positions_from_mask(mask), causal_mask(mask))
+    logits, _ = _forward(params, CFG, tokens, positions_from_mask(mask), causal_mask(mask))
     argmax = np.asarray(jnp.argmax(logits[:, prompt_tokens.shape[1] - 1 : -1], axis=-1))
     real = np.asarray(out.mask) == 1
     np.testing.assert_array_equal(argmax[real], np.asarray(out.tokens)[real])
