@@ -27,6 +27,46 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 import pytest  # noqa: E402
 
+# The slow tier's longest modules, longest first (seconds per module on the 2-core AMD EPYC,
+# 2026-11-27, from a timed slow-tier run at 35b251a and its single-test modules timed alone).
+# xdist's `--dist loadfile` hands out whole modules; by default it starts those with the most
+# tests first, which leaves the single-test 2-4 minute reproductions for the end, where one of
+# them runs while the other worker idles. Starting the longest first (the classic
+# longest-processing-time rule) ends the tier on short modules. The order changes no test.
+SLOW_LONGEST_FIRST = (
+    "tests/experiments/test_lm_reproductions.py",  # ~450-900 (8 reproductions' --quick)
+    "tests/train/test_lm_experiment.py",  # ~430
+    "tests/experiments/test_staleness_scalerl.py",  # ~340
+    "tests/experiments/test_in_context_rl.py",  # ~230
+    "tests/experiments/test_compose_backtracking.py",  # ~190
+    "tests/experiments/test_ablate_effective_horizon.py",  # ~180
+    "tests/experiments/test_echo_chamber.py",  # ~170
+    "tests/agents/test_ppo_rnn.py",  # ~130
+    "tests/experiments/test_offline_data_quality.py",  # ~120
+    "tests/lm/test_math_rlvr.py",  # ~120
+    "tests/notebooks/test_continuous_control_tour_notebook.py",  # ~120
+    "tests/agents/test_offpolicy_learning.py",  # ~115
+    "tests/lm/test_pretrained_notebook.py",  # ~115
+    "tests/experiments/test_stitching.py",  # ~110
+    "tests/train/test_lm_lora.py",  # ~110
+    "tests/test_train_entry.py",  # ~105
+    "tests/lm/test_math_pretrained.py",  # ~100
+    "tests/lm/test_curriculum.py",  # ~90
+)
+
+
+def pytest_configure(config):
+    if (config.getoption("markexpr", "") or "").strip() == "slow":
+        config.option.loadscopereorder = False  # keep the order pytest_collection_modifyitems set
+
+
+def pytest_collection_modifyitems(config, items):
+    """In the slow tier, the modules of `SLOW_LONGEST_FIRST` first, in its order (stable)."""
+    if (config.getoption("markexpr", "") or "").strip() != "slow":
+        return
+    rank = {name: i for i, name in enumerate(SLOW_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
 
 @pytest.fixture
 def run_notebook(monkeypatch):
