@@ -111,9 +111,10 @@ def trained_bytes(run) -> int:
     values = lm_experiment.resolved_points(run, points)
     cfg = lm_experiment.static_config(run, values, pretrained.model_config(dict(run.model)))
     base = jax.eval_shape(lambda: init_params(cfg.model, jax.random.PRNGKey(0)))
-    data = grpo.TaskData(base, None, None)
     hp = grpo.make_hparams(presets.hparam_values(values[0]))
-    state = jax.eval_shape(lambda: grpo.init(cfg, data, jax.random.PRNGKey(0), hp))
+    state = jax.eval_shape(
+        lambda b: grpo.init(cfg, grpo.TaskData(b, None, None), jax.random.PRNGKey(0), hp), base
+    )
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state.params))) * 3
 
 
@@ -161,10 +162,11 @@ def main():
     runs = dict(arm_config(args, rank) for rank in (0, *RANKS))
     for run in runs.values():  # every arm checked before anything trains
         lm_experiment.validate(run)
+    sizes = {name: trained_bytes(run) for name, run in runs.items()}  # abstract shapes only
     arms = {}
     for name, run in runs.items():
         arms[name] = train_arm(run)
-        arms[name]["bytes_per_learner"] = trained_bytes(run)
+        arms[name]["bytes_per_learner"] = sizes[name]
         arms[name]["gain"] = stats.summarize(arms[name]["gains"])
     lora_names = [f"rank{r}" for r in RANKS]
     best = max(lora_names, key=lambda n: arms[n]["gain"]["mean"])
