@@ -14,7 +14,8 @@ training (full sequence, no cache), prefill and single-token decoding (cache). A
 explicit boolean mask `[B, T, S]` (query t may attend key slot s), so left padding, causality and
 cache validity are all the caller's visible choice. `dtype="bfloat16"` runs the parameters (cast
 from their float32 masters inside `forward`) and activations in bf16, with attention softmax,
-norms' statistics and the returned logits in float32.
+norms' statistics and the returned logits in float32. `remat=True` checkpoints every block
+(gradient checkpointing): same parameters, values and gradients, less activation memory.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class TransformerConfig:
     dtype: str = "float32"  # float32 | bfloat16: parameters (float32 masters) and activations
     eos_ids: tuple[int, ...] = (2,)  # tokens that end a completion (tokenizer.EOS)
     pad_id: int = 0  # written after the end of a completion (tokenizer.PAD)
+    # Gradient checkpointing: without a cache, the backward pass keeps each block's input and
+    # recomputes its inside (less activation memory for about one more forward pass).
+    remat: bool = False
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len"):
@@ -228,9 +232,11 @@ class Transformer(nn.Module):
         embed = nn.Embed(cfg.vocab_size, cfg.d_model, dtype=cfg.compute_dtype, name="embed")
         x = embed(tokens)
         new_k, new_v = [], []
+        # Same parameter names either way; decoding (a cache) keeps no activations to save.
+        block = nn.remat(_Block) if cfg.remat and cache is None else _Block
         for layer in range(cfg.n_layers):
             layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
-            x, (k, v) = _Block(cfg, name=f"block_{layer}")(
+            x, (k, v) = block(cfg, name=f"block_{layer}")(
                 x, positions, attn_mask, layer_cache, cache_index
             )
             new_k.append(k)
@@ -304,6 +310,7 @@ _LATER_FIELDS = {
     "dtype": "float32",
     "eos_ids": (2,),
     "pad_id": 0,
+    "remat": False,
 }
 
 

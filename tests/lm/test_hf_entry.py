@@ -1,4 +1,4 @@
-"""`--config.model.family|path|tokenizer|dtype` on experiments/train_lm.py; the export script."""
+"""`--config.model.family|path|tokenizer|dtype|remat` on experiments/train_lm.py; export."""
 
 import os
 import subprocess
@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from rljax import cli
+from rljax.lm import pretrained
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LM = "--config=configs/grpo.py:arithmetic,tiny"
@@ -51,6 +52,14 @@ def test_tokenizer_field_is_checked_before_anything_runs(train_lm, tmp_path):
         train_lm.parse([*argv, f"--config.model.path={FIXTURES}/qwen2", bpe])  # vocab 256
     run = train_lm.parse([*argv, bpe])  # a model built for it takes its vocabulary and ids
     assert dict(run.model)["tokenizer"].endswith("tokenizer")
+
+
+def test_remat_flag_reaches_the_model_and_only_then_the_fingerprint(train_lm, tmp_path):
+    argv = ["train_lm.py", LM, f"--workdir={tmp_path}/w"]
+    off = dict(train_lm.parse(argv).model)
+    assert "remat" not in off and not pretrained.model_config(off).remat  # fingerprints as before
+    on = dict(train_lm.parse([*argv, "--config.model.remat=True"]).model)
+    assert on["remat"] is True and pretrained.model_config(on).remat
 
 
 @pytest.mark.slow
