@@ -54,12 +54,15 @@ def test_tokenizer_field_is_checked_before_anything_runs(train_lm, tmp_path):
     assert dict(run.model)["tokenizer"].endswith("tokenizer")
 
 
-def test_remat_flag_reaches_the_model_and_only_then_the_fingerprint(train_lm, tmp_path):
+def test_remat_and_logits_chunk_reach_the_model_and_only_then_the_fingerprint(train_lm, tmp_path):
     argv = ["train_lm.py", LM, f"--workdir={tmp_path}/w"]
     off = dict(train_lm.parse(argv).model)
-    assert "remat" not in off and not pretrained.model_config(off).remat  # fingerprints as before
-    on = dict(train_lm.parse([*argv, "--config.model.remat=True"]).model)
-    assert on["remat"] is True and pretrained.model_config(on).remat
+    assert "remat" not in off and "logits_chunk" not in off  # fingerprints as before
+    assert not pretrained.model_config(off).remat
+    on = ["--config.model.remat=True", "--config.model.logits_chunk=8"]
+    on = dict(train_lm.parse([*argv, *on]).model)
+    assert on["remat"] is True and on["logits_chunk"] == 8
+    assert pretrained.model_config(on).remat and pretrained.model_config(on).logits_chunk == 8
 
 
 @pytest.mark.slow

@@ -182,13 +182,32 @@ def test_remat_keeps_parameter_names_outputs_and_gradients():
     jax.tree.map(close, grads_r, grads)
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_head_logits_of_the_final_norm_are_the_logits(tied):
+    """`forward(head=False)` then `head_logits` == `forward` (the chunked log-probs' pieces)."""
+    cfg = dataclasses.replace(LLAMA, tie_embeddings=tied)
+    params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(0))
+    tokens, mask = _batch()
+    pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
+
+    def both(params):
+        hidden, _ = model.forward(params, cfg, tokens, pos, attn, head=False)
+        return model.head_logits(params, cfg, hidden), model.forward(
+            params, cfg, tokens, pos, attn
+        )[0]
+
+    got, want = jax.jit(both)(params)
+    assert got.dtype == want.dtype == jnp.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_remat_reaches_a_pretrained_model_and_its_checkpoint(tmp_path):
     cfg = dataclasses.replace(LLAMA, vocab_size=64)
     model_checkpoint = str(tmp_path / "base")
     params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(0))
     checkpoint.save(model_checkpoint, params, cfg)
-    fields = {"path": model_checkpoint, "remat": True}
+    fields = {"path": model_checkpoint, "remat": True, "logits_chunk": 4}
     remat = pretrained.model_config(fields, max_len=cfg.max_len)
-    assert remat == dataclasses.replace(cfg, remat=True)
+    assert remat == dataclasses.replace(cfg, remat=True, logits_chunk=4)
     loaded, _ = pretrained.load_base(fields, remat)  # the folder's config has no remat
     assert jax.tree.structure(loaded) == jax.tree.structure(params)
