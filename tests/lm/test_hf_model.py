@@ -161,17 +161,17 @@ def test_remat_keeps_parameter_names_outputs_and_gradients():
     adapters = jax.tree.map(lambda x: x + 0.1, lora.init_adapters(params, lcfg))  # B != 0
     tokens, mask = _batch()
 
-    def loss(trainable, cfg, lora_cfg):
+    def loss(trainable, cfg, lora_cfg, group):
         logp, _ = completion_log_probs(
             lora.with_base(lora_cfg, params, trainable) if lora_cfg else trainable,
-            cfg, tokens[:, :3], mask[:, :3], tokens[:, 3:], mask[:, 3:],
+            cfg, tokens[:, :3], mask[:, :3], tokens[:, 3:], mask[:, 3:], group,
         )  # fmt: skip
         return jnp.sum(logp)
 
-    def both(cfg):  # logits, full-parameter and LoRA gradients
+    def both(cfg):  # logits, full-parameter and LoRA (shared-prompt: KV cache) gradients
         pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
         logits = model.forward(params, cfg, tokens, pos, attn)[0]
-        grads = jax.grad(loss)(params, cfg, None), jax.grad(loss)(adapters, cfg, lcfg)
+        grads = jax.grad(loss)(params, cfg, None, 1), jax.grad(loss)(adapters, cfg, lcfg, 2)
         return logits, grads
 
     jaxpr = lambda cfg: str(jax.make_jaxpr(both, static_argnums=0)(cfg))  # noqa: E731
@@ -180,6 +180,20 @@ def test_remat_keeps_parameter_names_outputs_and_gradients():
     np.testing.assert_array_equal(logits_r, logits)
     close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)  # noqa: E731
     jax.tree.map(close, grads_r, grads)
+
+
+@pytest.mark.slow  # two sampling loops compiled: over ~12 s on the 2-core CPU
+def test_remat_samples_the_same_tokens():
+    """Decoding (KV cache, no gradient) under remat is the same program's values."""
+    params = jax.jit(model.init_params, static_argnums=0)(LLAMA, jax.random.key(0))
+    tokens, mask = _batch()
+    kw = dict(max_new_tokens=4, temperature=1.0)
+    run = jax.jit(sampling.sample, static_argnums=1, static_argnames=tuple(kw))
+    remat = dataclasses.replace(LLAMA, remat=True)
+    a = run(params, remat, tokens, mask, jax.random.key(1), **kw)
+    b = run(params, LLAMA, tokens, mask, jax.random.key(1), **kw)
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    np.testing.assert_array_equal(a.mask, b.mask)
 
 
 @pytest.mark.parametrize("tied", [True, False])
