@@ -56,6 +56,8 @@ def get_config(arg: str = "arithmetic"):
     c.model.d_ff = 128 if tiny else 256 if fast else 512  # MLP width
     c.model.family = "tiny"  # tiny | llama | qwen2 | qwen3 (rljax.lm.model)
     c.model.dtype = "float32"  # float32 | bfloat16 (bf16 compute, float32 master weights)
+    c.model.remat = False  # gradient checkpointing: recompute each block in the backward pass
+    c.model.logits_chunk = 0  # log-probs' head and log-softmax this many tokens at a time (0: off)
     c.model.path = ""  # a Hugging Face folder: its config.json and weights replace the SFT base
     c.model.tokenizer = ""  # a folder with tokenizer.json (BPE) in place of the character one
 

@@ -7,6 +7,7 @@
     python scripts/bench_lm.py --breakdown=1,8           # where a step's time goes, per learner
     python scripts/bench_lm.py --lora=8                  # LoRA population vs solo vs full
     python scripts/bench_lm.py --lora_memory             # LoRA learners at the Qwen2.5-1.5B shape
+    python scripts/bench_lm.py --lora_memory --remat     # ... also with remat and logits chunks
 
 For each model size (~1M and ~20M parameters) prints sampled tokens/s (jitted KV-cache sampling),
 end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: sample G answers per
@@ -543,14 +544,26 @@ def bench_lora_all(args) -> None:
         )
         bench_lora.print_speed(result)
     if args.lora_memory:
-        code = "import bench_lora, json; print(json.dumps(bench_lora.memory()))"
-        env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+        cli.check_int("--logits_chunk", args.logits_chunk, low=1)
+        settings = [(False, 0)]
+        if args.remat:  # side by side: remat alone, then with the chunked head
+            settings += [(True, 0), (True, args.logits_chunk)]
+        code = (
+            "import bench_lora, json; print(json.dumps([bench_lora.memory(remat=r, "
+            f"logits_chunk=c) for r, c in {settings!r}]))"
+        )
+        flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
+        env = {**os.environ, "XLA_FLAGS": flags.strip()}  # with set_flags' scheduler flag
         here = os.path.dirname(os.path.abspath(__file__))
         env["PYTHONPATH"] = os.pathsep.join([here, env.get("PYTHONPATH", "")])
         done = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
-        bench_lora.print_memory(json.loads(done.stdout.strip().splitlines()[-1]))
+        results = json.loads(done.stdout.strip().splitlines()[-1])
+        for result in results:
+            bench_lora.print_memory(result)
+        if len(results) > 1:
+            bench_lora.print_memory_table(results)
 
 
 def _sizes(flag: str, text: str) -> list[int]:
@@ -583,6 +596,8 @@ def main():
     parser.add_argument("--lora_rank", type=int, default=8, help="their rank")
     parser.add_argument("--lora_steps", type=int, default=5, help="RL steps per LoRA learner")
     parser.add_argument("--lora_memory", action="store_true", help="Qwen2.5-1.5B memory (slow)")
+    parser.add_argument("--remat", action="store_true", help="--lora_memory also with remat")
+    parser.add_argument("--logits_chunk", type=int, default=32, help="... and this logits_chunk")
     args = parser.parse_args()
     for name in args.sizes.split(","):
         cli.check_choice("--sizes entry", name, SIZES)

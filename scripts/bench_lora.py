@@ -11,7 +11,9 @@ no weights materialized) and compiled on a fake mesh of 8 CPU devices, populatio
 devices and the base replicated, XLA's memory analysis of one training micro-step (loss and
 gradient of a completion's log-probabilities, then the Adam update) for 1 and 2 learners per
 device. The increment is one extra learner's bytes; the remainder of 80 GB beside the base and
-the fixed cost, divided by it, is how many learners fit on one device.
+the fixed cost, divided by it, is how many learners fit on one device. `remat` checkpoints every
+block and `logits_chunk` computes the completion's head and log-softmax that many tokens at a
+time (rljax.lm.model.TransformerConfig); `print_memory_table` sets such runs side by side.
 """
 
 from __future__ import annotations
@@ -190,12 +192,19 @@ def _micro_step(model, lcfg, rows, seq):
     return step, opt
 
 
-def memory(rank: int = 16, rows: int = 1, seq: int = 256, devices: int = 8) -> dict:
+def memory(
+    rank: int = 16,
+    rows: int = 1,
+    seq: int = 256,
+    devices: int = 8,
+    remat: bool = False,
+    logits_chunk: int = 0,
+) -> dict:
     """Compiled memory of a LoRA population's micro-step at the Qwen2.5-1.5B shape (module
     docstring). Needs `devices` (fake) devices."""
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    model = TransformerConfig(max_len=seq, **QWEN25_15B)
+    model = TransformerConfig(max_len=seq, remat=remat, logits_chunk=logits_chunk, **QWEN25_15B)
     lcfg = lora.LoraConfig(rank=rank)
     base = jax.eval_shape(lambda: init_params(model, jax.random.PRNGKey(0)))
     adapters = lora.abstract_adapters(base, lcfg)
@@ -233,6 +242,7 @@ def memory(rank: int = 16, rows: int = 1, seq: int = 256, devices: int = 8) -> d
     fixed = per_device[1]["bytes"] - extra  # the base, its gradient-free activations' share
     return {
         "rank": rank, "rows": rows, "seq": seq, "devices": devices,
+        "remat": remat, "logits_chunk": logits_chunk,
         "base_bytes": int(base_bytes), "adapter_bytes": int(adapter_bytes),
         "state_bytes_per_learner": int(3 * adapter_bytes),  # adapters + Adam's two moments
         "per_device": per_device, "extra_learner_bytes": int(extra),
@@ -241,12 +251,17 @@ def memory(rank: int = 16, rows: int = 1, seq: int = 256, devices: int = 8) -> d
     }  # fmt: skip
 
 
+def _setting(r: dict) -> str:
+    chunk = f"logits_chunk={r['logits_chunk']}" if r["logits_chunk"] else "whole logits"
+    return f"remat={'on' if r['remat'] else 'off'}, {chunk}"
+
+
 def print_memory(r: dict) -> None:
     gb = 1e9
     print(
         f"Qwen2.5-1.5B shape, LoRA rank {r['rank']} on attention + MLP, float32, micro-batch "
-        f"{r['rows']} x {r['seq']} tokens, {r['devices']} fake CPU devices (population axis "
-        f"over them, base replicated), compiled memory analysis:"
+        f"{r['rows']} x {r['seq']} tokens, {_setting(r)}, {r['devices']} fake CPU devices "
+        f"(population axis over them, base replicated), compiled memory analysis:"
     )
     state = r["state_bytes_per_learner"]
     print(
@@ -265,3 +280,17 @@ def print_memory(r: dict) -> None:
         f"device beside the base: {r['learners_per_80gb']}",
         flush=True,
     )
+
+
+def print_memory_table(results: list[dict]) -> None:
+    """`memory` runs side by side: one extra learner's bytes per setting."""
+    print("| setting | 1 learner/device GB | 2 learners/device GB | extra learner MB | "
+          "of the base | learners on 80 GB |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        one, two = (r["per_device"][k]["bytes"] / 1e9 for k in sorted(r["per_device"]))
+        print(
+            f"| {_setting(r)} | {one:.2f} | {two:.2f} | {r['extra_learner_bytes'] / 1e6:,.1f} | "
+            f"{r['extra_over_base']:.2%} | {r['learners_per_80gb']} |",
+            flush=True,
+        )

@@ -14,7 +14,8 @@ training (full sequence, no cache), prefill and single-token decoding (cache). A
 explicit boolean mask `[B, T, S]` (query t may attend key slot s), so left padding, causality and
 cache validity are all the caller's visible choice. `dtype="bfloat16"` runs the parameters (cast
 from their float32 masters inside `forward`) and activations in bf16, with attention softmax,
-norms' statistics and the returned logits in float32.
+norms' statistics and the returned logits in float32. `remat=True` checkpoints every block
+(gradient checkpointing): same parameters, values and gradients, less activation memory.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class TransformerConfig:
     dtype: str = "float32"  # float32 | bfloat16: parameters (float32 masters) and activations
     eos_ids: tuple[int, ...] = (2,)  # tokens that end a completion (tokenizer.EOS)
     pad_id: int = 0  # written after the end of a completion (tokenizer.PAD)
+    # Gradient checkpointing: the backward pass keeps each block's input and recomputes its
+    # inside (less activation memory for about one more forward pass; no cost without gradients).
+    remat: bool = False
+    # Completion log-probs (rljax.lm.logprobs) apply the head and log_softmax this many tokens at
+    # a time, each chunk recomputed in the backward pass, so no [B, A, V] logits exist (0: off).
+    logits_chunk: int = 0
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len"):
@@ -89,6 +96,10 @@ class TransformerConfig:
             raise ValueError(
                 f"TransformerConfig.rope_scaling={self.rope_scaling!r}; allowed: (), "
                 f"('linear', factor), ('llama3', factor, low, high, original_max_len)"
+            )
+        if self.logits_chunk < 0:
+            raise ValueError(
+                f"TransformerConfig.logits_chunk={self.logits_chunk} must be >= 0 (0: off)"
             )
         if not self.eos_ids or not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(
@@ -223,24 +234,29 @@ class Transformer(nn.Module):
     cfg: TransformerConfig
 
     @nn.compact
-    def __call__(self, tokens, positions, attn_mask, cache: KVCache | None = None, cache_index=0):
+    def __call__(
+        self, tokens, positions, attn_mask, cache: KVCache | None = None, cache_index=0, head=True
+    ):
         cfg = self.cfg
         embed = nn.Embed(cfg.vocab_size, cfg.d_model, dtype=cfg.compute_dtype, name="embed")
         x = embed(tokens)
         new_k, new_v = [], []
+        block = nn.remat(_Block) if cfg.remat else _Block  # same parameter names either way
         for layer in range(cfg.n_layers):
             layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
-            x, (k, v) = _Block(cfg, name=f"block_{layer}")(
+            x, (k, v) = block(cfg, name=f"block_{layer}")(
                 x, positions, attn_mask, layer_cache, cache_index
             )
             new_k.append(k)
             new_v.append(v)
         x = nn.RMSNorm(cfg.norm_eps, name="final_norm")(x)
+        new_cache = None if cache is None else KVCache(tuple(new_k), tuple(new_v))
+        if not head:  # the final norm's output (`head_logits` applies the head)
+            return x, new_cache
         if cfg.tie_embeddings:
             logits = embed.attend(x)
         else:
             logits = nn.Dense(cfg.vocab_size, use_bias=False, name="head")(x)
-        new_cache = None if cache is None else KVCache(tuple(new_k), tuple(new_v))
         return logits.astype(jnp.float32), new_cache
 
 
@@ -256,19 +272,34 @@ def num_params(params) -> int:
     return int(sum(x.size for x in jax.tree.leaves(params)))
 
 
-def forward(params, cfg: TransformerConfig, tokens, positions, attn_mask, cache=None, index=0):
+def forward(
+    params, cfg: TransformerConfig, tokens, positions, attn_mask, cache=None, index=0, head=True
+):
     """Applies the transformer. Shapes: tokens/positions `[B, T]`, attn_mask `[B, T, S]` bool,
-    with S = T without a cache and S = cache length with one. Returns (logits [B, T, V], cache).
+    with S = T without a cache and S = cache length with one. Returns (logits [B, T, V], cache);
+    with `head=False`, (the final norm's output [B, T, d_model], cache): `head_logits` of it are
+    the logits.
 
     `params` may be a `lora.Adapted` (a frozen base plus low-rank adapters), run unmerged."""
     chex.assert_rank([tokens, positions, attn_mask], [2, 2, 3])
     if cfg.dtype != "float32":  # the float32 masters stay outside; gradients flow through
         params = cast(params, cfg.compute_dtype)
-    args = (tokens, positions, attn_mask, cache, index)
+    args = (tokens, positions, attn_mask, cache, index, head)
     if isinstance(params, lora.Adapted):
         with lora.applied(params):
             return Transformer(cfg).apply({"params": params.base}, *args)
     return Transformer(cfg).apply({"params": params}, *args)
+
+
+def head_logits(params, cfg: TransformerConfig, hidden: jax.Array) -> jax.Array:
+    """The head on the final norm's output `hidden [..., d_model]`: float32 logits `[..., V]`,
+    as `forward` computes them (adapters never reach the head)."""
+    base = params.base if isinstance(params, lora.Adapted) else params
+    if cfg.tie_embeddings:  # nn.Embed.attend
+        kernel = base["embed"]["embedding"].T
+    else:
+        kernel = base["head"]["kernel"]
+    return jnp.dot(hidden, kernel.astype(cfg.compute_dtype)).astype(jnp.float32)
 
 
 def cast(params, dtype):
@@ -304,6 +335,8 @@ _LATER_FIELDS = {
     "dtype": "float32",
     "eos_ids": (2,),
     "pad_id": 0,
+    "remat": False,
+    "logits_chunk": 0,
 }
 
 

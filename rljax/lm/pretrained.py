@@ -51,6 +51,8 @@ def model_config(fields: dict, **overrides) -> TransformerConfig:
             fields.update(vocab_size=tok.vocab_size, eos_ids=tok.eos_ids, pad_id=tok.pad_id)
         return TransformerConfig(**{**fields, **overrides})
     cfg = hf_config.read(path, dtype=fields.get("dtype", "float32"))
+    how = dict(remat=fields.get("remat", False), logits_chunk=fields.get("logits_chunk", 0))
+    cfg = dataclasses.replace(cfg, **how)  # how it computes, not what: not in config.json
     found = f"model.path={path!r} has vocab_size={cfg.vocab_size}, eos_token_id={cfg.eos_ids}"
     if not tok_path and (cfg.vocab_size != tok.vocab_size or cfg.eos_ids != tok.eos_ids):
         raise ValueError(
@@ -68,6 +70,7 @@ def model_config(fields: dict, **overrides) -> TransformerConfig:
 def load_base(fields: dict, cfg: TransformerConfig):
     """(params, info) of `model.path`'s checkpoint, in the layout of `cfg`."""
     params, loaded = checkpoint.load(fields["path"], max_len=cfg.max_len, dtype=cfg.dtype)
-    if dataclasses.replace(loaded, eos_ids=cfg.eos_ids, pad_id=cfg.pad_id) != cfg:
+    same = dict(eos_ids=cfg.eos_ids, pad_id=cfg.pad_id, remat=cfg.remat)
+    if dataclasses.replace(loaded, logits_chunk=cfg.logits_chunk, **same) != cfg:
         raise ValueError(f"model.path={fields['path']!r} does not describe {cfg}")
     return params, {"cached": True, "path": fields["path"]}

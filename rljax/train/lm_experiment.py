@@ -119,7 +119,10 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         eval_problems=config.run.eval_problems,
         final_problems=config.eval.num_problems,
         final_samples=config.eval.num_samples,
-        model=tuple(config.model.items()),
+        # remat and logits_chunk only where on: the runs from before them keep their fingerprints
+        model=tuple(
+            (k, v) for k, v in config.model.items() if k not in ("remat", "logits_chunk") or v
+        ),
         sft=tuple(config.sft.items()),
         data_dir=config.data_dir,
         base_cache_dir=config.base_cache_dir,

@@ -1,4 +1,4 @@
-"""`--config.model.family|path|tokenizer|dtype` on experiments/train_lm.py; the export script."""
+"""`--config.model.family|path|tokenizer|dtype|remat` on experiments/train_lm.py; export."""
 
 import os
 import subprocess
@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from rljax import cli
+from rljax.lm import pretrained
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LM = "--config=configs/grpo.py:arithmetic,tiny"
@@ -51,6 +52,17 @@ def test_tokenizer_field_is_checked_before_anything_runs(train_lm, tmp_path):
         train_lm.parse([*argv, f"--config.model.path={FIXTURES}/qwen2", bpe])  # vocab 256
     run = train_lm.parse([*argv, bpe])  # a model built for it takes its vocabulary and ids
     assert dict(run.model)["tokenizer"].endswith("tokenizer")
+
+
+def test_remat_and_logits_chunk_reach_the_model_and_only_then_the_fingerprint(train_lm, tmp_path):
+    argv = ["train_lm.py", LM, f"--workdir={tmp_path}/w"]
+    off = dict(train_lm.parse(argv).model)
+    assert "remat" not in off and "logits_chunk" not in off  # fingerprints as before
+    assert not pretrained.model_config(off).remat
+    on = ["--config.model.remat=True", "--config.model.logits_chunk=8"]
+    on = dict(train_lm.parse([*argv, *on]).model)
+    assert on["remat"] is True and on["logits_chunk"] == 8
+    assert pretrained.model_config(on).remat and pretrained.model_config(on).logits_chunk == 8
 
 
 @pytest.mark.slow

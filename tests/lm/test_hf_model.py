@@ -1,5 +1,6 @@
 """The configurable decoder's family switches: GQA, RoPE scaling, tied heads, stop tokens, bf16."""
 
+import dataclasses
 import os
 
 import jax
@@ -8,7 +9,7 @@ import numpy as np
 import optax
 import pytest
 
-from rljax.lm import model, pretrained, sampling
+from rljax.lm import lora, model, pretrained, sampling
 from rljax.lm.hf import checkpoint
 from rljax.lm.logprobs import completion_log_probs
 
@@ -145,3 +146,82 @@ def test_fingerprint_of_the_default_tiny_model_is_unchanged():
     keys = set(model.fingerprint(model.TransformerConfig()))
     assert keys == {"vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "rope_base"}
     assert "family" in model.fingerprint(LLAMA)
+    assert "remat" in model.fingerprint(dataclasses.replace(LLAMA, remat=True))
+
+
+def test_remat_keeps_parameter_names_outputs_and_gradients():
+    """Gradient checkpointing changes what the backward pass stores, not what it computes."""
+    cfg, remat = LLAMA, dataclasses.replace(LLAMA, remat=True)
+    init = jax.jit(model.init_params, static_argnums=0)
+    params = init(cfg, jax.random.key(0))
+    assert jax.tree.structure(jax.eval_shape(init, remat, jax.random.key(0))) == (
+        jax.tree.structure(params)
+    )
+    lcfg = lora.LoraConfig(rank=2)
+    adapters = jax.tree.map(lambda x: x + 0.1, lora.init_adapters(params, lcfg))  # B != 0
+    tokens, mask = _batch()
+
+    def loss(trainable, cfg, lora_cfg, group):
+        logp, _ = completion_log_probs(
+            lora.with_base(lora_cfg, params, trainable) if lora_cfg else trainable,
+            cfg, tokens[:, :3], mask[:, :3], tokens[:, 3:], mask[:, 3:], group,
+        )  # fmt: skip
+        return jnp.sum(logp)
+
+    def both(cfg):  # logits, full-parameter and LoRA (shared-prompt: KV cache) gradients
+        pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
+        logits = model.forward(params, cfg, tokens, pos, attn)[0]
+        grads = jax.grad(loss)(params, cfg, None, 1), jax.grad(loss)(adapters, cfg, lcfg, 2)
+        return logits, grads
+
+    jaxpr = lambda cfg: str(jax.make_jaxpr(both, static_argnums=0)(cfg))  # noqa: E731
+    assert "remat" in jaxpr(remat) and "remat" not in jaxpr(cfg)  # the blocks' checkpoints
+    (logits_r, grads_r), (logits, grads) = jax.jit(lambda: (both(remat), both(cfg)))()
+    np.testing.assert_array_equal(logits_r, logits)
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)  # noqa: E731
+    jax.tree.map(close, grads_r, grads)
+
+
+@pytest.mark.slow  # two sampling loops compiled: over ~12 s on the 2-core CPU
+def test_remat_samples_the_same_tokens():
+    """Decoding (KV cache, no gradient) under remat is the same program's values."""
+    params = jax.jit(model.init_params, static_argnums=0)(LLAMA, jax.random.key(0))
+    tokens, mask = _batch()
+    kw = dict(max_new_tokens=4, temperature=1.0)
+    run = jax.jit(sampling.sample, static_argnums=1, static_argnames=tuple(kw))
+    remat = dataclasses.replace(LLAMA, remat=True)
+    a = run(params, remat, tokens, mask, jax.random.key(1), **kw)
+    b = run(params, LLAMA, tokens, mask, jax.random.key(1), **kw)
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    np.testing.assert_array_equal(a.mask, b.mask)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_head_logits_of_the_final_norm_are_the_logits(tied):
+    """`forward(head=False)` then `head_logits` == `forward` (the chunked log-probs' pieces)."""
+    cfg = dataclasses.replace(LLAMA, tie_embeddings=tied)
+    params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(0))
+    tokens, mask = _batch()
+    pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
+
+    def both(params):
+        hidden, _ = model.forward(params, cfg, tokens, pos, attn, head=False)
+        return model.head_logits(params, cfg, hidden), model.forward(
+            params, cfg, tokens, pos, attn
+        )[0]
+
+    got, want = jax.jit(both)(params)
+    assert got.dtype == want.dtype == jnp.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_remat_reaches_a_pretrained_model_and_its_checkpoint(tmp_path):
+    cfg = dataclasses.replace(LLAMA, vocab_size=64)
+    model_checkpoint = str(tmp_path / "base")
+    params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(0))
+    checkpoint.save(model_checkpoint, params, cfg)
+    fields = {"path": model_checkpoint, "remat": True, "logits_chunk": 4}
+    remat = pretrained.model_config(fields, max_len=cfg.max_len)
+    assert remat == dataclasses.replace(cfg, remat=True, logits_chunk=4)
+    loaded, _ = pretrained.load_base(fields, remat)  # the folder's config has no remat
+    assert jax.tree.structure(loaded) == jax.tree.structure(params)

@@ -1,5 +1,7 @@
 """Transformer, KV-cache sampling and masked log-probs."""
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -131,6 +133,30 @@ def test_shared_prompt_pass_equals_the_whole_sequence_pass(params, group, answer
     scale = max(float(jnp.abs(x).max()) for x in jax.tree.leaves(grads[0]))
     for a, b in zip(*map(jax.tree.leaves, grads), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5 * scale)
+
+
+def test_chunked_log_probs_equal_the_whole_logits_pass(params):
+    """logits_chunk=2 over 5 completion tokens (a padded last chunk), with and without a shared
+    prompt: the same statistics and gradients as the whole [B, A, V] logits, up to rounding."""
+    chunked = dataclasses.replace(CFG, logits_chunk=2)
+    batch = _groups(2, 2, 5)
+    weights = jnp.linspace(-1.0, 1.0, 5)
+
+    def loss(p, cfg, group):
+        logp, entropy, mean = completion_token_stats(p, cfg, *batch, group_size=group)
+        return jnp.sum(logp * weights) + jnp.sum(entropy) + jnp.sum(mean), (logp, entropy, mean)
+
+    def both(cfg):
+        return [jax.grad(loss, has_aux=True)(params, cfg, g) for g in (1, 2)]
+
+    assert "[4,5,64]" not in str(jax.make_jaxpr(both, static_argnums=0)(chunked)).replace(" ", "")
+    got, want = jax.jit(lambda: (both(chunked), both(CFG)))()
+    for (grads, stats), (want_grads, want_stats) in zip(got, want, strict=True):
+        for a, b in zip(stats, want_stats, strict=True):
+            np.testing.assert_allclose(a, b, atol=2e-5)
+        scale = max(float(jnp.abs(x).max()) for x in jax.tree.leaves(want_grads))
+        for a, b in zip(*map(jax.tree.leaves, (grads, want_grads)), strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-5 * scale)
 
 
 def test_shared_prompt_pass_needs_whole_groups(params):
