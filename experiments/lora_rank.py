@@ -39,12 +39,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _verdicts  # noqa: E402
 import matplotlib  # noqa: E402
+import numpy as np  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rljax import cli, machine, stats  # noqa: E402
-from rljax.io.metrics import MetricsWriter  # noqa: E402
 from rljax.lm import presets  # noqa: E402
 from rljax.train import lm_experiment  # noqa: E402
 
@@ -79,23 +79,23 @@ def arm_config(args, rank: int):
 
 
 def train_arm(run) -> dict:
+    """One arm's population, trained here; its figures from the outcome in memory."""
     t0 = time.perf_counter()
-    _, summary, _ = lm_experiment.run(run)
+    outcome = lm_experiment.train(run)
     wall = time.perf_counter() - t0
-    with open(os.path.join(run.workdir, "results.json")) as f:
-        res = json.load(f)
-    rows = MetricsWriter(run.workdir).read()
-    tokens = float(sum(r["tokens/generated"] for r in rows))
-    base = res["base"]["pass@1"]
+    summary = outcome.summary
+    if summary.interrupted or outcome.learners is None:
+        raise SystemExit(f"the {os.path.basename(run.workdir)} arm was stopped; rerun the study")
+    tokens = float(np.sum(outcome.metrics["tokens/generated"]))
+    base = outcome.base["pass@1"]
     return {
-        "gains": [m["pass@1"] - base for m in res["learners"]],
-        "pass@1": [m["pass@1"] for m in res["learners"]],
+        "gains": [m["pass@1"] - base for m in outcome.learners],
+        "pass@1": [m["pass@1"] for m in outcome.learners],
         "base_pass@1": base,
-        "rl_seconds": res["rl_seconds"],
-        "compile_seconds": res["rl_compile_seconds"],
+        "rl_seconds": round(summary.run_s, 1),
+        "compile_seconds": round(summary.compile_s, 1),
         "wall_seconds": round(wall, 1),
-        "generated_tokens_per_s": tokens / max(res["rl_seconds"], 1e-9),
-        "interrupted": bool(summary.interrupted),
+        "generated_tokens_per_s": tokens / max(summary.run_s, 1e-9),
     }
 
 
