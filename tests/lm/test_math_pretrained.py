@@ -205,3 +205,35 @@ def test_entry_point_trains_grpo_from_a_checkpoint_with_its_chat_template(
         assert text.endswith("<|im_end|>\n<|im_start|>assistant\n")
     assert len(tables) == 2
     assert results["checker"]["checked"] + results["checker"]["cache_hits"] > 0
+
+
+@pytest.mark.slow  # ~25 s CPU: the SFT step compiles
+def test_fine_tuning_a_checkpoint_starts_from_its_parameters(checkpoint_dir, tmp_path):
+    """sft_steps > 0 on a checkpoint: a few small steps move its parameters a little, far less
+    than they differ from a random initialization of the same shapes."""
+    import jax
+
+    pairs = [(a, b) for a in range(6) for b in range(6)]
+    path = write_sample(tmp_path / "train.jsonl", pairs)
+    run = math_rlvr.MathRunConfig(
+        train_path=path, test_path=path, workdir=str(tmp_path), model=checkpoint_dir,
+        chat_template="model", sft_steps=2, sft_learning_rate=1e-4, prompt_length=64,
+        completion_length=8,
+    )  # fmt: skip
+    tok, template = math_rlvr.load_tokenizer(run)
+    model = math_rlvr.model_config(run, tok)
+    problems = [Problem(f"Tom has {a} apples and finds {b} more. How many now?", str(a + b), 0)
+                for a, b in pairs]  # fmt: skip
+    loaded, _ = checkpoint.load(checkpoint_dir, max_len=model.max_len)
+    tuned = math_rlvr.base_params(run, model, problems, tok, template, jax.random.key(0))
+    fresh = math_rlvr.base_params(
+        dataclasses.replace(run, model="tiny", sft_steps=0), model, problems, tok, template,
+        jax.random.key(0),
+    )  # fmt: skip
+
+    def distance(a, b):
+        pairs = zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+        return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in pairs)
+
+    moved = distance(tuned, loaded)
+    assert 0 < moved < 1e-2 < distance(fresh, loaded)
