@@ -149,6 +149,7 @@ def test_fingerprint_of_the_default_tiny_model_is_unchanged():
     assert "remat" in model.fingerprint(dataclasses.replace(LLAMA, remat=True))
 
 
+@pytest.mark.slow  # ~17 s on the 2-core CPU
 def test_remat_keeps_parameter_names_outputs_and_gradients():
     """Gradient checkpointing changes what the backward pass stores, not what it computes."""
     cfg, remat = LLAMA, dataclasses.replace(LLAMA, remat=True)

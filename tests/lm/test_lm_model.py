@@ -69,8 +69,8 @@ def test_left_padding_does_not_change_logits(params):
     short = jnp.asarray([ids])
     padded = jnp.asarray([[tokenizer.PAD] * 3 + ids])
     m_short, m_pad = jnp.ones_like(short), (padded != tokenizer.PAD).astype(jnp.int32)
-    a, _ = forward(params, CFG, short, positions_from_mask(m_short), causal_mask(m_short))
-    b, _ = forward(params, CFG, padded, positions_from_mask(m_pad), causal_mask(m_pad))
+    a, _ = _forward(params, CFG, short, positions_from_mask(m_short), causal_mask(m_short))
+    b, _ = _forward(params, CFG, padded, positions_from_mask(m_pad), causal_mask(m_pad))
     np.testing.assert_allclose(a[0], b[0, 3:], atol=1e-5)
 
 
@@ -135,6 +135,7 @@ def test_shared_prompt_pass_equals_the_whole_sequence_pass(params, group, answer
         np.testing.assert_allclose(a, b, atol=1e-5 * scale)
 
 
+@pytest.mark.slow  # ~20 s on the 2-core CPU: four gradient programs compile
 def test_chunked_log_probs_equal_the_whole_logits_pass(params):
     """logits_chunk=2 over 5 completion tokens (a padded last chunk), with and without a shared
     prompt: the same statistics and gradients as the whole [B, A, V] logits, up to rounding."""
