@@ -3,23 +3,12 @@ size) changed; the claim rule flips on synthetic gains built to flip it. The stu
 for ~15 min (docs/lm.md has its table); no --quick run here, its arms would train nothing."""
 
 import argparse
-import importlib.util
-import pathlib
 
 import numpy as np
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "lora_rank.py"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("lora_rank", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_arms_differ_only_in_their_adapters(tmp_path):
-    mod = _load()
+def test_arms_differ_only_in_their_adapters(load_entry, tmp_path):
+    mod = load_entry("experiments/lora_rank.py")
     args = argparse.Namespace(
         quick=False, seeds=5, seed=100, steps=100, no_progress=True, workdir=str(tmp_path)
     )
@@ -37,8 +26,8 @@ def test_arms_differ_only_in_their_adapters(tmp_path):
         assert (arm.num_seeds, arm.seed, arm.steps) == (5, 100, 100)
 
 
-def test_the_claim_flips_on_synthetic_gains():
-    mod = _load()
+def test_the_claim_flips_on_synthetic_gains(load_entry):
+    mod = load_entry("experiments/lora_rank.py")
     rng = np.random.default_rng(0)
     full = list(0.20 + 0.01 * rng.standard_normal(5))
     close = list(0.19 + 0.01 * rng.standard_normal(5))  # 95% of the full gain

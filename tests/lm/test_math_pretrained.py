@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from test_math_rlvr import write_sample  # the GSM8K-layout sample rows, written the same way
 
 from rljax.lm import math_rlvr, math_task
 from rljax.lm.hf import checkpoint
@@ -21,18 +22,6 @@ CHAT_TEMPLATE = (
     "<|im_start|>user\n{{ messages[0].content }}<|im_end|>\n"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-
-
-def write_sample(path, pairs):
-    """GSM8K-layout rows "Tom has a apples and finds b more" (as tests/lm/test_math_rlvr.py)."""
-    with open(path, "w") as f:
-        for a, b in pairs:
-            row = {
-                "question": f"Tom has {a} apples and finds {b} more. How many now?",
-                "answer": f"{a} + {b} = <<{a}+{b}={a + b}>>{a + b}\n#### {a + b}",
-            }
-            f.write(json.dumps(row) + "\n")
-    return str(path)
 
 
 def write_tokenizer(folder, *, chat_template=CHAT_TEMPLATE) -> HFTokenizer:
