@@ -79,15 +79,15 @@ def _policies(config: dpt.Config) -> dict:
     }
 
 
-def evaluate(config: dpt.Config, params, means, keys) -> dict:
+def evaluate(config: dpt.Config, states, means, keys) -> dict:
     """Per-pull regret ``[S, E, T]`` of DPT (one model per seed) and the baselines."""
     horizon = config.horizon
 
-    def dpt_run(p, key):
-        pol = functools.partial(dpt.act, config, p)
+    def dpt_run(state, key):
+        pol = lambda a, r, t, k: dpt.act(config, None, state, (a, r, t), k)  # noqa: E731
         return bandits.run_online(pol, means, key, horizon)[2]
 
-    out = {"dpt": np.asarray(jax.jit(jax.vmap(dpt_run))(params, keys))}
+    out = {"dpt": np.asarray(jax.jit(jax.vmap(dpt_run))(states, keys))}
     for name, pol in _policies(config).items():
         run = jax.jit(jax.vmap(lambda k, pol=pol: bandits.run_online(pol, means, k, horizon)[2]))
         out[name] = np.asarray(run(keys))
@@ -234,7 +234,7 @@ def main(argv=None) -> str:
     test_key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 10**6)
     means = bandits.sample_means(test_key, args.eval_tasks, args.arms)
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    regret = evaluate(config, state.params, means, eval_keys)
+    regret = evaluate(config, state, means, eval_keys)
     print(f"evaluated: {time.perf_counter() - t0:.0f} s; cumulative regret "
           + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in regret.items()),
           flush=True)  # fmt: skip

@@ -125,17 +125,17 @@ def _online_dqn(env_name: str, steps: int, seed: int) -> tuple:
     env = envs.make(env_name)
     config = res["config"]
 
-    def greedy(params):
-        pol = lambda o: dqn.act(config, env, params, o, jax.random.PRNGKey(0), 0.0)[0]  # noqa: E731
+    def greedy(state):
+        pol = lambda o: dqn.act(config, env, state, o, jax.random.PRNGKey(0), greedy=True)  # noqa: E731
         return _population.greedy_returns(env, pol, jax.random.PRNGKey(7), 16, env.max_steps)
 
-    rets = np.asarray(jax.jit(jax.vmap(greedy))(res["state"].params))
+    rets = np.asarray(jax.jit(jax.vmap(greedy))(res["state"]))
     best = int(np.argmax(rets))
     buf = jax.tree.map(lambda x: x[best], res["state"].buffer)
     size = int(buf.size)
     replay = jax.tree.map(lambda x: np.asarray(x[:size]), buf.data)
-    params = jax.tree.map(lambda x: x[best], res["state"].params)
-    return params, config, replay, rets
+    state = jax.tree.map(lambda x: x[best], res["state"])._replace(buffer=None)
+    return state, config, replay, rets
 
 
 def _collect(env, policy, key: jax.Array, size: int, num_envs: int = 20):
@@ -162,7 +162,7 @@ def build_datasets(env_name: str, size: int, online_steps: int, seed: int, log) 
     """The five datasets of one environment with their returns, TQ, coverage and SACo."""
     t0 = time.perf_counter()
     env = envs.make(env_name)
-    params, dqn_config, replay, online_rets = _online_dqn(env_name, online_steps, seed)
+    dqn_state, dqn_config, replay, online_rets = _online_dqn(env_name, online_steps, seed)
     na = env.num_actions
 
     def uniform(o, k):
@@ -171,7 +171,9 @@ def build_datasets(env_name: str, size: int, online_steps: int, seed: int, log) 
     if env_name in SCRIPTED_EXPERT:  # MountainCar: push along the velocity (obs = [x, v])
         greedy = lambda o: jnp.where(o[:, 1] >= 0, 2, 0).astype(jnp.int32)  # noqa: E731
     else:
-        greedy = lambda o: dqn.act(dqn_config, env, params, o, jax.random.PRNGKey(0), 0.0)[0]  # noqa: E731
+        greedy = lambda o: dqn.act(
+            dqn_config, env, dqn_state, o, jax.random.PRNGKey(0), greedy=True
+        )  # noqa: E731
 
     def noisy(o, k):
         explore_key, action_key = jax.random.split(k)
@@ -256,7 +258,6 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     config = offline.Config(algo=algo, num_actions=env.num_actions, num_updates=chunk * args.evals)
     offline.validate(config)
     offline.validate_hparams(HPARAMS)
-    hp = offline.Hparams(**HPARAMS)
     spec = population.Spec(
         offline, config, variants[0], population.grid_hparams(offline, [HPARAMS]),
         chunk * args.evals, chunk, num_seeds=args.seeds, seed=args.seed, env_as_argument=True,
@@ -266,8 +267,8 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     init = jax.jit(jax.vmap(lambda d: population.init(dataclasses.replace(spec, env=d))))
     run = jax.jit(jax.vmap(lambda s, d: population.chunk_fn(spec, chunk)(s, d)[0]))
 
-    def _greedy(params, key):
-        pol = lambda o: offline.act(config, params, o, hp)  # noqa: E731
+    def _greedy(state, key):
+        pol = lambda o: offline.act(config, None, state, o, key, greedy=True)  # noqa: E731
         return _population.greedy_returns(env, pol, key, args.eval_episodes, env.max_steps)
 
     evaluate = jax.jit(jax.vmap(jax.vmap(_greedy, (0, None)), (0, None)))
@@ -277,7 +278,7 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     for c in range(args.evals):
         state = run(state, data)
         key = jax.random.fold_in(learner.eval_key(args.seed), (c + 1) * chunk)
-        rets.append(np.asarray(evaluate(state.params, key)))
+        rets.append(np.asarray(evaluate(state, key)))
     raw = np.stack(rets, -1)  # [V, S, evals]
     norm = (raw - built["r_random"]) / (built["r_expert"] - built["r_random"])
     seconds = time.perf_counter() - t0

@@ -135,8 +135,8 @@ def train_algo(env: goal_data.Rooms, built: dict, algo: str, names: list[str], a
     unseen = jnp.asarray(built["unseen"])
     seen = jnp.asarray(np.stack(built["seen"]))  # [S, 512, 2]
 
-    def _evaluate(params, seen_s):
-        pol = lambda o: offline.act(config, params, o, hp)  # noqa: E731
+    def _evaluate(state, seen_s):
+        pol = lambda o: offline.act(config, None, state, o, None, greedy=True)  # noqa: E731
         return (
             goal_data.success(nxt, pol, unseen, args.horizon),
             goal_data.success(nxt, pol, seen_s, args.horizon).mean(),
@@ -148,7 +148,7 @@ def train_algo(env: goal_data.Rooms, built: dict, algo: str, names: list[str], a
     ev = []
     for _ in range(args.evals):
         state = run(data, state)
-        ev.append(jax.tree.map(np.asarray, evaluate(state.params, seen)))
+        ev.append(jax.tree.map(np.asarray, evaluate(state, seen)))
     return {
         name: {
             "unseen": np.stack([e[0][i] for e in ev], 1),

@@ -232,7 +232,7 @@ def bench_breakdown(sizes: list[int], repeats: int) -> None:
     micro = rows.shape[0] // cfg.max_minibatches
 
     def sample_part(state, key):
-        return grpo.act(cfg, state.params, *prompt, key)
+        return grpo.act(cfg, data, state, prompt, key)
 
     def logprob_part(state, out):  # as the step runs it: each prompt once per group
         return completion_log_probs(

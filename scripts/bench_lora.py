@@ -61,7 +61,7 @@ def _parts(cfg, data):
     policy = functools.partial(grpo.policy, cfg, data)
 
     def sample(state, key):
-        return grpo.act(cfg, policy(state.params), *prompt, key)
+        return grpo.act(cfg, data, state, prompt, key)
 
     def logprob(state, out):
         return completion_log_probs(

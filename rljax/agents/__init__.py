@@ -1,7 +1,7 @@
 """rljax.agents: one module per learner, each a `Learner` (the Protocol below).
 
-Every learner module (`ppo`, `ppo_rnn`, `dqn`, `sqirl`, `sac`, `td3`, `mpo`, `grpo`, `offline`)
-defines, at module level:
+Every learner module (`ppo`, `ppo_rnn`, `dqn`, `pqn`, `sqirl`, `sac`, `td3`, `mpo`, `grpo`,
+`stale_grpo`, `offline`) defines, at module level:
 
 - `Config`: a frozen dataclass of static settings (shapes, loop lengths, architecture); the
   same for every member of a population, and part of the compiled program.
@@ -18,7 +18,23 @@ defines, at module level:
 - `env_steps_per_update(config)`: the samples one update consumes (environment steps,
   completions, dataset rows): the x axis of every curve.
 - `init(config, env, key, hparams) -> State`.
-- `act(config, ...)`: the policy's action (or completion) for an observation (or prompt).
+- `act(config, env, state, obs, key, *, greedy=False) -> action`: the learner's policy for a
+  batch of observations, with everything it depends on (ε, exploration noise, observation
+  statistics, the LoRA base) read from `state` and `env`; `greedy=True` gives the deterministic
+  policy (argmax, the Gaussian mean, greedy decoding). `obs` is what the learner acts on: raw
+  observations `[B, ...]` for the control learners; the prompt batch `(prompt_tokens [R, P],
+  prompt_mask [R, P])` for the RLVR learners (`grpo`, `stale_grpo`), whose action is the
+  `rljax.lm.sampling` completion; the bandit history `(actions [B, T], rewards [B, T], t)` for
+  `dpt`. A recurrent learner (`ppo_rnn`) carries its core state in and out: `obs` is its
+  `Input(obs, h, first)` and the action `(action, h')`. The training-time forms that return
+  more (log-probabilities, values, Q) are private to each module.
+- `evaluate(config, env, state, key) -> dict[str, jax.Array]`: scalars measuring the current
+  policy, jittable: the control learners' greedy episode statistics in
+  `rljax.agents.learner.EVAL_ENVS` fresh environments of `env.max_steps` steps each
+  (`episode/return`, `episode/length`, `episode/count`); the RLVR learners' held-out pass@1
+  and mean reward on the task data's evaluation table; the offline learners' agreement with the
+  dataset's actions and greedy value on its states. `rljax.train.population.Spec(evaluate=
+  "learner")` runs it on every learner after every chunk.
 - `update(config, env, state) -> (state, metrics)`: one update, pure and jittable; metrics are
   a flat dict of scalars with namespaced keys.
 - `train_chunk(config, env, state, num_updates) -> (state, metrics[num_updates])`: a `lax.scan`
@@ -57,7 +73,13 @@ class Learner(Protocol):
 
     def init(self, config: Any, env: Any, key: jax.Array, hparams: Any) -> Any: ...
 
-    def act(self, config: Any, *args: Any) -> Any: ...
+    def act(
+        self, config: Any, env: Any, state: Any, obs: Any, key: jax.Array, *, greedy: bool = False
+    ) -> Any: ...
+
+    def evaluate(
+        self, config: Any, env: Any, state: Any, key: jax.Array
+    ) -> dict[str, jax.Array]: ...
 
     def update(self, config: Any, env: Any, state: Any) -> tuple[Any, dict[str, jax.Array]]: ...
 
@@ -68,5 +90,5 @@ class Learner(Protocol):
 
 MEMBERS = (
     "Config", "Hparams", "HPARAM_RULES", "State", "validate", "env_steps_per_update", "init",
-    "act", "update", "train_chunk",
+    "act", "evaluate", "update", "train_chunk",
 )  # fmt: skip

@@ -109,8 +109,13 @@ def train_chunk(config: Config, state: State, num_updates: int) -> tuple[State, 
     return learner.train_chunk(update, config, None, state, num_updates)
 
 
-def act(config: Config, params: dict, actions, rewards, t, key) -> jax.Array:
-    """Online DPT: ``a_t ~ M_θ(· | first t pulls)`` for histories ``[B, T]`` (``run_online``)."""
+def act(config: Config, env, state: State, obs, key: jax.Array, *, greedy=False) -> jax.Array:
+    """Online DPT: ``a_t ~ M_θ(· | first t pulls)`` (the argmax with ``greedy``) for
+    ``obs = (actions [B, T], rewards [B, T], t)`` (``bandits.run_online``'s history); ``env`` is
+    unused (the tasks are in the history): actions ``[B]`` int32."""
+    actions, rewards, t = obs
     tokens = bandits.history_features(actions, rewards, config.num_arms)
-    logits = network(config).apply(params, tokens)[:, t]
+    logits = network(config).apply(state.params, tokens)[:, t]
+    if greedy:
+        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
     return jax.random.categorical(key, logits).astype(jnp.int32)

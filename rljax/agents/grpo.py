@@ -97,17 +97,9 @@ class Hparams(NamedTuple):
 
 
 INT_FIELDS = (
-    "advantage",
-    "aggregation",
-    "policy_loss",
-    "divergence",
-    "placement",
-    "dynamic_sampling",
-    "num_epochs",
-    "num_minibatches",
-    "reward",
-    "curriculum",
-)
+    "advantage", "aggregation", "policy_loss", "divergence", "placement", "dynamic_sampling",
+    "num_epochs", "num_minibatches", "reward", "curriculum",
+)  # fmt: skip
 
 
 def make_hparams(values: dict) -> Hparams:
@@ -150,14 +142,9 @@ class State(NamedTuple):
 
 def validate(config: Config) -> None:
     """Checks the static config; raises ValueError naming the field, value and allowed range."""
-    for name in (
-        "completion_length",
-        "prompts_per_step",
-        "oversample",
-        "max_epochs",
-        "max_minibatches",
-    ):
+    for name in ("completion_length", "prompts_per_step", "oversample", "max_epochs"):
         checks.check_int(name, getattr(config, name), low=1)
+    checks.check_int("max_minibatches", config.max_minibatches, low=1)
     checks.check_int("group_size", config.group_size, low=2)
     if config.prompts_per_step % config.max_minibatches:
         raise ValueError(
@@ -207,9 +194,12 @@ def policy(config: Config, data: TaskData, params):
     return lora.with_base(config.lora, data.base_params, params)
 
 
-def act(config: Config, params, prompt_tokens, prompt_mask, key):
-    """Samples one completion per prompt row (`[R, P]`) at the config's temperature / top-p."""
-    return groups.act(config, params, prompt_tokens, prompt_mask, key)
+def act(config: Config, data: TaskData, state: State, obs, key: jax.Array, *, greedy=False):
+    """One completion per prompt row of ``obs = (prompt_tokens [R, P], prompt_mask [R, P])`` by
+    the learner's policy (with LoRA: the base + its adapters) at the config's temperature /
+    top-p, or by greedy decoding: a ``rljax.lm.sampling`` completion (``.tokens [R, A]``)."""
+    cfg = dataclasses.replace(config, temperature=0.0) if greedy else config
+    return groups.act(cfg, policy(config, data, state.params), *obs, key)
 
 
 def _choice(hp: Hparams) -> objective.Choice:
@@ -311,7 +301,7 @@ def step(config: Config, data: TaskData, state: State, sampler=None, behaviour=N
     if R:  # the base's own samples, for forward KL / JS
         rows = jnp.repeat(ro.problem, R)
         ref_prompt = (data.train.prompt_tokens[rows], data.train.prompt_mask[rows])
-        ref_out = act(config, data.base_params, *ref_prompt, k_ref)
+        ref_out = groups.act(config, data.base_params, *ref_prompt, k_ref)
         base_logp, _ = completion_log_probs(
             data.base_params, config.model, *ref_prompt, ref_out.tokens, ref_out.mask, R
         )
@@ -375,11 +365,22 @@ def step(config: Config, data: TaskData, state: State, sampler=None, behaviour=N
     return new_state, metrics
 
 
+def evaluate(config: Config, data: TaskData, state: State, key: jax.Array) -> dict:
+    """Held-out pass@1 and mean reward: one completion per problem of ``data.eval`` at the
+    config's temperature (the quick evaluation ``train_chunk`` also reports)."""
+    reward, correct = _held_out(config, data, policy(config, data, state.params), key)
+    return {"eval/pass@1": jnp.mean(correct), "eval/reward": jnp.mean(reward)}
+
+
+def _held_out(config: Config, data: TaskData, params, key: jax.Array):
+    rows = jnp.arange(data.eval.level.shape[0])
+    _, reward, correct = groups.sample_and_score(config, params, data.eval, rows, key)
+    return reward, correct.astype(jnp.float32)
+
+
 def _eval_correct(config: Config, data: TaskData, params, step: jax.Array) -> jax.Array:
     key = jax.random.fold_in(learner.eval_key(config.eval_seed), step)  # never a training key
-    rows = jnp.arange(data.eval.level.shape[0])
-    _, _, correct = groups.sample_and_score(config, params, data.eval, rows, key)
-    return correct.astype(jnp.float32)
+    return _held_out(config, data, params, key)[1]
 
 
 def train_chunk(

@@ -4,7 +4,7 @@
 * ``train_chunk``: ``num_updates`` consecutive ``update`` calls of one agent as one ``lax.scan``
   (the unit the host loop compiles, vmaps over the population and calls between syncs);
 * ``annealed_lr``: the linear learning-rate decay to 0 over the run;
-* ``evaluate_q_policy``: episode stats of a Q-learner's ε-greedy policy in fresh environments;
+* ``evaluate_episodes``: episode stats of a control learner's policy in fresh environments;
 * ``config_from_dict``: a config block (plain dict, e.g. from ``ml_collections``) to the agent's
   frozen ``Config``, with lists made tuples, unknown fields named, and the value-head name and its
   settings built into one ``rljax.nets.q_heads.Head`` (agents never branch on the name).
@@ -17,8 +17,10 @@ from typing import Any, TypeVar
 import jax
 import jax.numpy as jnp
 
+from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
 from rljax.nets import q_heads
+from rljax.types import EpisodeStats
 
 State = TypeVar("State")
 Config = TypeVar("Config")
@@ -71,22 +73,34 @@ def annealed_lr(lr: jax.Array, step: jax.Array, num_updates: int, anneal: bool) 
     return lr * (1.0 - step / num_updates)
 
 
-def evaluate_q_policy(
-    act_fn: Callable, env, params, key: jax.Array, num_envs: int, num_steps: int
-) -> dict[str, jax.Array]:
-    """Rolls out ``act_fn(params, obs, key) -> (action, q_max)`` in fresh environments.
+EVAL_ENVS = 8  # fresh environments of a control learner's `evaluate`
+
+
+def evaluate_episodes(env, policy: Callable, key: jax.Array, carry=None) -> dict[str, jax.Array]:
+    """Episode statistics of ``policy`` in ``EVAL_ENVS`` fresh environments, ``env.max_steps``
+    steps each: every environment ends at least one episode (its time limit), so the means are
+    finite. Every control learner's ``evaluate`` is this with its greedy ``act``.
+
+    Args:
+      policy: ``(obs [B, ...], first [B], carry, key) -> (action, carry)``; ``first`` marks an
+        episode's first step (a recurrent learner resets its core there; others pass ``carry``).
 
     Returns:
-      ``rljax.envs.rollouts.episode_summary`` of the episodes that ended within ``num_steps``.
+      ``rljax.envs.rollouts.episode_summary``: ``episode/return``, ``episode/length`` (means of
+      the finished episodes) and ``episode/count``, scalars.
     """
     reset_key, run_key = jax.random.split(key)
-    fresh = rollout_lib.rollout_init(env, reset_key, num_envs)
 
-    def _policy(p, obs, k):
-        action, q_max = act_fn(p, obs, k)
-        return action, jnp.zeros_like(q_max), q_max
+    def _step(c, k):
+        env_state, first, carry = c
+        act_key, env_key = jax.random.split(k)
+        action, carry = policy(env_state.obs, first, carry, act_key)
+        env_state, res = gymnax_env.step(env, env_key, env_state, action)
+        stats = EpisodeStats(res.episode_return, res.episode_length, res.done)
+        return (env_state, res.done, carry), stats
 
-    _, _, stats = rollout_lib.rollout(env, _policy, params, run_key, fresh, num_steps)
+    start = (gymnax_env.reset(env, reset_key, EVAL_ENVS), jnp.ones((EVAL_ENVS,), bool), carry)
+    _, stats = jax.lax.scan(_step, start, jax.random.split(run_key, env.max_steps))
     return rollout_lib.episode_summary(stats)
 
 

@@ -162,7 +162,7 @@ def policy_out(config: Config, env, actor_params, obs: jax.Array, init_std):
     return mean, continuous.mpo_std(raw, init_std)
 
 
-def act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, init_std, greedy=False):
+def _act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, init_std, greedy=False):
     """Sampled (or, with ``greedy``, modal) actions: int ``[B]`` or normalized ``[B, D]``."""
     out = policy_out(config, env, actor_params, obs, init_std)
     if config.discrete:
@@ -170,6 +170,17 @@ def act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, init_
     mean, std = out
     scale = 0.0 if greedy else 1.0
     return jnp.clip(mean + scale * std * jax.random.normal(key, mean.shape), -1.0, 1.0)
+
+
+def act(
+    config: Config, env: gymnax_env.Env, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """Sampled (or, with ``greedy``, modal) actions for observations ``[B, ...]``: int ``[B]``
+    or ``[B, D]`` within the environment's bounds."""
+    std = state.hparams.init_std
+    action = _act(config, env, state.params["actor"], obs, key, std, greedy)
+    return action if config.discrete else offpolicy.to_env_action(env, action)
 
 
 def _sample(key, mean, std, n: int):
@@ -273,7 +284,7 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
       The new state and a flat dict of scalar metrics.
     """
     init_std = state.hparams.init_std
-    policy = lambda p, obs, k: act(config, env, p["actor"], obs, k, init_std)  # noqa: E731
+    policy = lambda p, obs, k: _act(config, env, p["actor"], obs, k, init_std)  # noqa: E731
     grad_step = lambda s, k, learning: _grad_step(config, env, s, k, learning)  # noqa: E731
     return offpolicy.update(config, env, state, policy, grad_step, env_steps_per_update(config))
 
@@ -283,3 +294,9 @@ def train_chunk(
 ) -> tuple[State, dict[str, jax.Array]]:
     """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
     return learner.train_chunk(update, config, env, state, num_updates)
+
+
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``)."""
+    policy = lambda o, f, c, k: (act(config, env, state, o, k, greedy=True), c)  # noqa: E731
+    return learner.evaluate_episodes(env, policy, key)

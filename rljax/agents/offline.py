@@ -200,8 +200,16 @@ def _outputs(
     return out
 
 
-def act(config: Config, params: dict, obs: jax.Array, hparams: Hparams) -> jax.Array:
-    """Greedy actions ``[B]`` (int32) for observations ``[B, ...]``."""
+def act(
+    config: Config, data: offline_data.Dataset, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """The learned policy (greedy whatever ``greedy`` says), its BCQ threshold from the state:
+    actions ``[B]`` (int32) for observations ``[B, ...]``."""
+    return _greedy_action(config, state.params, obs, state.hparams)
+
+
+def _greedy_action(config: Config, params: dict, obs: jax.Array, hparams: Hparams) -> jax.Array:
     out, how = _outputs(config, params, obs), ALGOS[config.algo].act
     if how == "pi":
         return jnp.argmax(out["logits"], axis=-1).astype(jnp.int32)
@@ -209,6 +217,22 @@ def act(config: Config, params: dict, obs: jax.Array, hparams: Hparams) -> jax.A
         allowed = offline_losses.bcq_allowed(out["logits"], threshold=hparams.bcq_threshold)
         return offline_losses.masked_argmax(out["q"], allowed)
     return jnp.argmax(out["q"], axis=-1).astype(jnp.int32)
+
+
+EVAL_ROWS = 1024  # dataset rows (drawn uniformly with replacement) of one ``evaluate``
+
+
+def evaluate(config: Config, data: offline_data.Dataset, state: State, key: jax.Array) -> dict:
+    """The policy measured on its data, the only world an offline learner has: the fraction of
+    ``EVAL_ROWS`` random dataset states where it takes the logged action (``data/agreement``),
+    and there the mean of its greedy ``Q`` (``data/q_greedy``; learners with a value net)."""
+    rows = jax.random.randint(key, (EVAL_ROWS,), 0, data.action.shape[0])
+    action = act(config, data, state, data.obs[rows], key, greedy=True)
+    metrics = {"data/agreement": jnp.mean((action == data.action[rows]).astype(jnp.float32))}
+    if "q" in ALGOS[config.algo].nets:
+        q = _outputs(config, state.params, data.obs[rows])["q"]
+        metrics["data/q_greedy"] = jnp.mean(jnp.take_along_axis(q, action[:, None], 1))
+    return metrics
 
 
 def loss_fn(

@@ -136,13 +136,22 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
 
 
 def act(
-    config: Config, env: gymnax_env.Env, params, obs: jax.Array, key: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Samples actions for a batch of observations ``[B, ...]``.
+    config: Config, env: gymnax_env.Env, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """Actions for raw observations ``[B, ...]`` (normalized with the state's statistics when
+    ``config.normalize_obs``): sampled, or with ``greedy`` the mode (argmax of the logits, the
+    Gaussian mean). Returns int ``[B]`` or ``[B, D]``."""
+    if config.normalize_obs:
+        obs = rollout_lib.normalize(state.env.obs_norm, obs)
+    policy_out, log_std = actor_out(state.params, obs, network(config, env))
+    if greedy:
+        return jnp.argmax(policy_out, axis=-1) if env.discrete else policy_out
+    return distributions.sample_and_log_prob(key, policy_out, log_std, env.discrete)[0]
 
-    Returns:
-      ``(action [B] or [B, D], logp [B], value [B])``.
-    """
+
+def _act(config: Config, env: gymnax_env.Env, params, obs: jax.Array, key: jax.Array):
+    """The training-time policy on normalized observations: ``(action, logp [B], value [B])``."""
     policy_out, log_std, v = network(config, env).apply(params, obs)
     action, logp = distributions.sample_and_log_prob(key, policy_out, log_std, env.discrete)
     return action, logp, v
@@ -307,20 +316,7 @@ def train_chunk(
     return learner.train_chunk(update, config, env, state, num_updates)
 
 
-def evaluate_policy(
-    config: Config, env: gymnax_env.Env, state: State, key: jax.Array, num_envs: int, num_steps: int
-) -> dict[str, jax.Array]:
-    """Rolls out the current stochastic policy in fresh environments; episode statistics.
-
-    Observation statistics are frozen at the agent's current values.
-    """
-    reset_key, run_key = jax.random.split(key)
-    fresh = rollout_lib.rollout_init(env, reset_key, num_envs)
-    norm = state.env.obs_norm
-
-    def _policy(params, obs, k):
-        obs = rollout_lib.normalize(norm, obs) if config.normalize_obs else obs
-        return act(config, env, params, obs, k)
-
-    _, _, stats = rollout_lib.rollout(env, _policy, state.params, run_key, fresh, num_steps)
-    return rollout_lib.episode_summary(stats)
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``)."""
+    policy = lambda o, f, c, k: (act(config, env, state, o, k, greedy=True), c)  # noqa: E731
+    return learner.evaluate_episodes(env, policy, key)

@@ -121,19 +121,31 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
     )
 
 
-def act(config: Config, env: gymnax_env.Env, params, h, first, obs, key):
-    """One step of the policy: reset ``h`` where ``first``, advance the core, sample.
+class Input(NamedTuple):
+    """What the recurrent policy acts on: observations and the core state it carries."""
 
-    Args:
-      h: core states ``[B, H]``; first: episode starts ``[B]``; obs: ``[B, ...]``.
+    obs: jax.Array  # raw observations [B, ...]
+    h: jax.Array  # core states [B, H] (rnn.initial_state(network(config, env), B) at the start)
+    first: jax.Array  # [B] bool: an episode starts here (the core resets)
+
+
+def act(
+    config: Config, env: gymnax_env.Env, state: State, obs: Input, key: jax.Array, *,
+    greedy: bool = False,
+) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+    """One step of the policy: reset ``h`` where ``first``, advance the core, then sample (or,
+    with ``greedy``, take the mode); observations normalized with the state's statistics when
+    ``config.normalize_obs``.
 
     Returns:
-      ``(h' [B, H], action [B] or [B, D], logp [B], value [B])``.
+      ``(action [B] or [B, D], h' [B, H])``: the next step's ``Input`` carries ``h'``.
     """
+    x = rollout_lib.normalize(state.env.obs_norm, obs.obs) if config.normalize_obs else obs.obs
     net = network(config, env)
-    h, (policy_out, log_std, v) = net.apply(params, rnn.reset_where(first, h), obs)
-    action, logp = distributions.sample_and_log_prob(key, policy_out, log_std, env.discrete)
-    return h, action, logp, v
+    h, (policy_out, log_std, _) = net.apply(state.params, rnn.reset_where(obs.first, obs.h), x)
+    if greedy:
+        return (jnp.argmax(policy_out, axis=-1) if env.discrete else policy_out), h
+    return distributions.sample_and_log_prob(key, policy_out, log_std, env.discrete)[0], h
 
 
 class Sequences(NamedTuple):
@@ -242,3 +254,11 @@ def train_chunk(
 ) -> tuple[State, dict[str, jax.Array]]:
     """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
     return learner.train_chunk(update, config, env, state, num_updates)
+
+
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``), the
+    core state carried from step to step and reset at every episode start."""
+    policy = lambda o, f, h, k: act(config, env, state, Input(o, h, f), k, greedy=True)  # noqa: E731
+    h0 = rnn.initial_state(network(config, env), learner.EVAL_ENVS)
+    return learner.evaluate_episodes(env, policy, key, h0)

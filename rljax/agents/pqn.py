@@ -156,7 +156,7 @@ def epsilon(hparams: Hparams, env_steps: jax.Array) -> jax.Array:
     return hparams.eps_start + frac * (hparams.eps_end - hparams.eps_start)
 
 
-def act(
+def _act(
     config: Config, env: gymnax_env.Env, params, obs: jax.Array, key: jax.Array, eps: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
     """ε-greedy actions for observations ``[B, ...]``: ``(action [B] int32, max_a Q [B])``."""
@@ -226,7 +226,7 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     eps = epsilon(state.hparams, state.step * env_steps_per_update(config))
 
     def _policy(params, obs, k):
-        action, q_max = act(config, env, params, obs, k, eps)
+        action, q_max = _act(config, env, params, obs, k, eps)
         return action, jnp.zeros_like(q_max), q_max
 
     env_state, traj, stats = rollout_lib.rollout(
@@ -263,10 +263,17 @@ def train_chunk(
     return learner.train_chunk(update, config, env, state, num_updates)
 
 
-def evaluate_policy(
-    config: Config, env: gymnax_env.Env, params, key: jax.Array, num_envs: int, num_steps: int,
-    eps: float = 0.0,
-) -> dict[str, jax.Array]:  # fmt: skip
-    """Rolls out the ε-greedy policy (greedy by default) in fresh environments; episode stats."""
-    act_fn = lambda p, obs, k: act(config, env, p, obs, k, jnp.asarray(eps))  # noqa: E731
-    return learner.evaluate_q_policy(act_fn, env, params, key, num_envs, num_steps)
+def act(
+    config: Config, env: gymnax_env.Env, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """ε-greedy actions ``[B]`` (int32) for observations ``[B, ...]``, ε the state's current
+    exploration rate (the schedule at its env steps); ``greedy``: ε = 0."""
+    eps = epsilon(state.hparams, state.step * env_steps_per_update(config))
+    return _act(config, env, state.params, obs, key, 0.0 if greedy else eps)[0]
+
+
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``)."""
+    policy = lambda o, f, c, k: (act(config, env, state, o, k, greedy=True), c)  # noqa: E731
+    return learner.evaluate_episodes(env, policy, key)

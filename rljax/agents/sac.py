@@ -144,7 +144,7 @@ def _policy(config: Config, env, actor_params, obs: jax.Array, noise: jax.Array)
     return continuous.tanh_gaussian(mean, continuous.sac_log_std(raw), noise)
 
 
-def act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, greedy=False):
+def _act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, greedy=False):
     """Actions for observations ``[B, ...]``: sampled, or the mode with ``greedy``.
 
     Returns:
@@ -153,6 +153,16 @@ def act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, greed
     draw = jax.random.gumbel if config.discrete else jax.random.normal
     noise = draw(key, (obs.shape[0], env.num_actions))
     return _policy(config, env, actor_params, obs, noise * (0.0 if greedy else 1.0))[0]
+
+
+def act(
+    config: Config, env: gymnax_env.Env, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """Actions for observations ``[B, ...]``: sampled, or the mode with ``greedy``; int ``[B]``
+    (discrete) or ``[B, D]`` within the environment's bounds."""
+    action = _act(config, env, state.params["actor"], obs, key, greedy)
+    return action if config.discrete else offpolicy.to_env_action(env, action)
 
 
 def loss_fn(params, target_critic, config: Config, env, batch: replay.NStep, hparams, key):
@@ -230,7 +240,7 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     Returns:
       The new state and a flat dict of scalar metrics.
     """
-    policy = lambda p, obs, k: act(config, env, p["actor"], obs, k)  # noqa: E731
+    policy = lambda p, obs, k: _act(config, env, p["actor"], obs, k)  # noqa: E731
     grad_step = lambda s, k, learning: _grad_step(config, env, s, k, learning)  # noqa: E731
     return offpolicy.update(config, env, state, policy, grad_step, env_steps_per_update(config))
 
@@ -240,3 +250,9 @@ def train_chunk(
 ) -> tuple[State, dict[str, jax.Array]]:
     """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
     return learner.train_chunk(update, config, env, state, num_updates)
+
+
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``)."""
+    policy = lambda o, f, c, k: (act(config, env, state, o, k, greedy=True), c)  # noqa: E731
+    return learner.evaluate_episodes(env, policy, key)

@@ -173,11 +173,20 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
     )
 
 
-def act(config: Config, env: gymnax_env.Env, params, obs: jax.Array) -> jax.Array:
+def _greedy_action(config: Config, env: gymnax_env.Env, params, obs: jax.Array) -> jax.Array:
     """Greedy actions on the last level, ``argmax_a Q_k(s, a)``: ``[B]`` int32."""
     last = jax.tree.map(lambda x: x[-1], params)
     q = config.head.q_values(network(config, env).apply(last, obs))
     return jnp.argmax(q, axis=-1).astype(jnp.int32)
+
+
+def act(
+    config: Config, env: gymnax_env.Env, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """SQIRL's policy, greedy on the last level whatever ``greedy`` says (its random
+    exploration is a training schedule over episodes, not a policy): ``[B]`` int32."""
+    return _greedy_action(config, env, state.params, obs)
 
 
 def targets(params, config: Config, env: gymnax_env.Env, seq, hparams: Hparams) -> jax.Array:
@@ -241,7 +250,7 @@ def _explore_policy(config: Config, env: gymnax_env.Env, policy_params, obs, key
     """
     params, greedy = policy_params
     random_action = jax.random.randint(key, (obs.shape[0],), 0, env.num_actions)
-    action = jnp.where(greedy, act(config, env, params, obs), random_action)
+    action = jnp.where(greedy, _greedy_action(config, env, params, obs), random_action)
     logp = jnp.where(greedy, 0.0, -jnp.log(float(env.num_actions)))
     return action, logp, jnp.zeros((obs.shape[0],))
 
@@ -285,7 +294,8 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     metrics = jax.tree.map(jnp.mean, metrics)
 
     def _greedy(params, obs, k):
-        return act(config, env, params, obs), jnp.zeros(obs.shape[0]), jnp.zeros(obs.shape[0])
+        zeros = jnp.zeros(obs.shape[0])
+        return _greedy_action(config, env, params, obs), zeros, zeros
 
     eval_env, _, stats = rollout_lib.rollout(
         env, _greedy, state.params, eval_key, state.eval_env, config.eval_steps
@@ -299,3 +309,9 @@ def train_chunk(
 ) -> tuple[State, dict[str, jax.Array]]:
     """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
     return learner.train_chunk(update, config, env, state, num_updates)
+
+
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``)."""
+    policy = lambda o, f, c, k: (act(config, env, state, o, k, greedy=True), c)  # noqa: E731
+    return learner.evaluate_episodes(env, policy, key)

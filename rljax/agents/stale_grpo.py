@@ -108,8 +108,14 @@ def init(config: Config, data: TaskData, key: jax.Array, hparams: Hparams) -> St
     return State(inner, ring, hparams)
 
 
-def act(config: Config, params, prompt_tokens, prompt_mask, key):
-    return grpo.act(config.grpo, params, prompt_tokens, prompt_mask, key)
+def act(config: Config, data: TaskData, state: State, obs, key: jax.Array, *, greedy=False):
+    """GRPO's ``act`` with the current parameters (not the stale sampler's)."""
+    return grpo.act(config.grpo, data, state.inner, obs, key, greedy=greedy)
+
+
+def evaluate(config: Config, data: TaskData, state: State, key: jax.Array) -> dict:
+    """GRPO's ``evaluate`` of the current parameters."""
+    return grpo.evaluate(config.grpo, data, state.inner, key)
 
 
 def correct(hp: Hparams, batch, mu_logp: jax.Array):

@@ -128,11 +128,21 @@ def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) 
     )
 
 
-def act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, noise_std):
+def _act(config: Config, env, actor_params, obs: jax.Array, key: jax.Array, noise_std):
     """``clip(μ(s) + N(0, noise_std²), -1, 1)`` for observations ``[B, ...]``: ``[B, D]``."""
     actor, _ = networks(config, env)
     mu = actor.apply(actor_params, obs)
     return jnp.clip(mu + noise_std * jax.random.normal(key, mu.shape), -1.0, 1.0)
+
+
+def act(
+    config: Config, env: gymnax_env.Env, state: State, obs: jax.Array, key: jax.Array, *,
+    greedy: bool = False,
+) -> jax.Array:  # fmt: skip
+    """``μ(s)`` plus the state's exploration noise (``hparams.explore_noise``; none with
+    ``greedy``) for observations ``[B, ...]``: ``[B, D]`` within the environment's bounds."""
+    noise = 0.0 if greedy else state.hparams.explore_noise
+    return offpolicy.to_env_action(env, _act(config, env, state.params["actor"], obs, key, noise))
 
 
 def loss_fn(params, target_params, config: Config, env, batch: replay.NStep, hparams, key):
@@ -188,7 +198,7 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
       The new state and a flat dict of scalar metrics.
     """
     noise = state.hparams.explore_noise
-    policy = lambda p, obs, k: act(config, env, p["actor"], obs, k, noise)  # noqa: E731
+    policy = lambda p, obs, k: _act(config, env, p["actor"], obs, k, noise)  # noqa: E731
     grad_step = lambda s, k, learning: _grad_step(config, env, s, k, learning)  # noqa: E731
     return offpolicy.update(config, env, state, policy, grad_step, env_steps_per_update(config))
 
@@ -198,3 +208,9 @@ def train_chunk(
 ) -> tuple[State, dict[str, jax.Array]]:
     """``num_updates`` consecutive updates of one agent as one ``lax.scan``; metrics ``[n]``."""
     return learner.train_chunk(update, config, env, state, num_updates)
+
+
+def evaluate(config: Config, env: gymnax_env.Env, state: State, key: jax.Array) -> dict:
+    """Greedy episode statistics in fresh environments (``learner.evaluate_episodes``)."""
+    policy = lambda o, f, c, k: (act(config, env, state, o, k, greedy=True), c)  # noqa: E731
+    return learner.evaluate_episodes(env, policy, key)

@@ -138,12 +138,9 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     total = num_updates(run_config, agent, agent_config)
     config = config_fingerprint(agent, agent_config, run_config)
     start = fingerprint.resume_point(
-        run_config.workdir,
-        config,
-        mutable=RESUMABLE_FIELDS,
-        num_updates=total,
+        run_config.workdir, config, mutable=RESUMABLE_FIELDS, num_updates=total,
         resume=run_config.resume,
-    )
+    )  # fmt: skip
     if start == total:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_config.workdir, total)
     if jax.process_index() == 0:  # one run per workdir, refused before anything compiles
@@ -160,13 +157,10 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     try:
         result = population.run(
             spec(agent, agent_config, env, run_config, points, total, updates),
-            workdir=run_config.workdir,
+            workdir=run_config.workdir, resume=run_config.resume, progress=run_config.progress,
             title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
-            checkpoint_every=run_config.checkpoint_every,
-            resume=run_config.resume,
-            progress=run_config.progress,
-            fingerprint=config,
-        )
+            checkpoint_every=run_config.checkpoint_every, fingerprint=config,
+        )  # fmt: skip
     finally:
         workdir_lock.release(run_config.workdir)
     return result.states, result.summary

@@ -47,9 +47,9 @@ class Spec:
     env_as_argument: bool = False
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: the default device)
     sharding_rules: sharding.Rules = population.SEEDS  # learner-state rules on the mesh
-    # Optional hook after every chunk: jittable (states[A], key) -> pytree of [A, ...] arrays
-    # (e.g. greedy returns, a held-out pass@1); its results come back in Result.evaluations.
-    evaluate: Callable[[Any, jax.Array], Any] | None = None
+    # Optional hook after every chunk, its results in Result.evaluations: "learner" (its own
+    # `evaluate`, all learners on the chunk's one key), or jittable (states[A], key) -> [A, ...].
+    evaluate: str | Callable[[Any, jax.Array], Any] | None = None
     keep_metrics: bool = False  # True: every training metric comes back in Result.metrics
 
     @property
@@ -147,11 +147,21 @@ def chunk_fn(spec: Spec, updates: int, shardings=None):
         )
     if shardings is None:
         return jax.jit(fn, donate_argnums=0)
-    state_shardings, metrics_sharding = shardings
     # The states' shardings are explicit on the way in too (the task data's are its own).
-    inputs = {} if spec.env_as_argument else {"in_shardings": (state_shardings,)}
-    out = (state_shardings, metrics_sharding)
-    return jax.jit(fn, out_shardings=out, donate_argnums=0, **inputs)
+    inputs = {} if spec.env_as_argument else {"in_shardings": (shardings[0],)}
+    return jax.jit(fn, out_shardings=tuple(shardings), donate_argnums=0, **inputs)
+
+
+def evaluate_fn(spec: Spec):
+    """The jitted hook ``(states[A], key, *env) -> [A, ...]`` of ``spec.evaluate`` (or None)."""
+    if spec.evaluate is None or callable(spec.evaluate):
+        return spec.evaluate and jax.jit(lambda states, key, *_: spec.evaluate(states, key))
+    if spec.evaluate != "learner":
+        raise ValueError(f"evaluate={spec.evaluate!r}; allowed: None, 'learner', a callable")
+    own = functools.partial(spec.learner.evaluate, spec.config)
+    if spec.env_as_argument:  # the env (e.g. the LM task data) an argument, not a constant
+        return jax.jit(jax.vmap(lambda states, key, env: own(env, states, key), (0, None, None)))
+    return jax.jit(jax.vmap(functools.partial(own, spec.env), (0, None)))
 
 
 def run(spec: Spec, **loop_options) -> Result:
@@ -162,32 +172,27 @@ def run(spec: Spec, **loop_options) -> Result:
       **loop_options: the remaining ``loop.LoopConfig`` fields (workdir, title,
         checkpoint_every, resume, progress, score and axis names, fingerprint).
     """
-    mesh = None if spec.mesh is None else mesh_lib.make_mesh(spec.mesh)
+    evaluate, mesh = evaluate_fn(spec), None if spec.mesh is None else mesh_lib.make_mesh(spec.mesh)
     env = spec.env
     if spec.env_as_argument and mesh is not None:  # shared data (a restored base: one device)
         env = jax.device_put(env, sharding.replicated(mesh))
     states, shardings = init_on_mesh(spec, mesh)
     loop_cfg = loop.LoopConfig(
-        num_updates=spec.num_updates,
-        chunk_updates=spec.chunk_updates,
+        num_updates=spec.num_updates, chunk_updates=spec.chunk_updates, num_seeds=spec.num_seeds,
         env_steps_per_update=spec.learner.env_steps_per_update(spec.config),
-        num_seeds=spec.num_seeds,
-        grid=tuple(spec.grid),
-        **loop_options,
-    )
+        grid=tuple(spec.grid), **loop_options,
+    )  # fmt: skip
     evaluations, eval_updates, kept = [], [], []
-    evaluate = None if spec.evaluate is None else jax.jit(spec.evaluate)
+    fn, args = chunk_fn(spec, spec.chunk_updates, shardings), (env,) if spec.env_as_argument else ()
 
     def hook(states, update, metrics):
         kept.extend([metrics] if spec.keep_metrics else [])
         if evaluate is not None:
             key = jax.random.fold_in(learner_lib.eval_key(spec.seed), update)
-            evaluations.append(jax.device_get(evaluate(states, key)))
+            evaluations.append(jax.device_get(evaluate(states, key, *args)))
             eval_updates.append(update)
 
-    fn, args = chunk_fn(spec, spec.chunk_updates, shardings), (env,) if spec.env_as_argument else ()
     states, summary = loop.run(loop_cfg, states, fn, *args, after_chunk=hook)
-    stack = lambda *e: np.stack(e, axis=1)  # noqa: E731
-    stacked = jax.tree.map(stack, *evaluations) if evaluations else None
+    stacked = jax.tree.map(lambda *e: np.stack(e, 1), *evaluations) if evaluations else None
     metrics = {k: np.concatenate([m[k] for m in kept], 1) for k in kept[0]} if kept else None
     return Result(states, summary, stacked, tuple(eval_updates), metrics)

@@ -34,7 +34,7 @@ def test_pretraining_beats_chance_and_online_acting_has_less_regret_than_uniform
     state, metrics = jax.jit(lambda s: dpt.train_chunk(CONFIG, s, 300))(state)
     assert float(metrics["accuracy/last"][-50:].mean()) > 0.55  # chance 1/3
     means = bandits.sample_means(jax.random.PRNGKey(5), 256, 3)
-    pol = lambda *a: dpt.act(CONFIG, state.params, *a)  # noqa: E731
+    pol = lambda a, r, t, k: dpt.act(CONFIG, None, state, (a, r, t), k)  # noqa: E731
     r_dpt = bandits.run_online(pol, means, jax.random.PRNGKey(6), 12)[2]
     uni = lambda *a: bandits.uniform(*a, num_arms=3)  # noqa: E731
     r_uni = bandits.run_online(uni, means, jax.random.PRNGKey(6), 12)[2]

@@ -157,8 +157,7 @@ def test_learning_regression_cartpole_two_seeds():
     states = jax.vmap(functools.partial(dqn.init, config, env))(keys, hps)
     chunk = functools.partial(dqn.train_chunk, config, env, num_updates=6000)
     states, _ = jax.jit(jax.vmap(chunk))(states)
-    eval_fn = functools.partial(dqn.evaluate_policy, config, env, num_envs=8, num_steps=600)
-    stats = jax.jit(jax.vmap(eval_fn))(states.params, keys)
+    stats = jax.jit(jax.vmap(functools.partial(dqn.evaluate, config, env)))(states, keys)
     returns = np.asarray(stats["episode/return"])
     # measured greedy returns [164, 191] (random policy: ~22)
     assert np.all(returns > 100.0), returns
@@ -191,8 +190,7 @@ def test_learning_regression_cartpole_huber_at_the_config_delta():
     states = jax.vmap(functools.partial(dqn.init, config, env))(keys, hps)
     chunk = functools.partial(dqn.train_chunk, config, env, num_updates=6000)
     states, metrics = jax.jit(jax.vmap(chunk))(states)
-    eval_fn = functools.partial(dqn.evaluate_policy, config, env, num_envs=8, num_steps=600)
-    stats = jax.jit(jax.vmap(eval_fn))(states.params, keys)
+    stats = jax.jit(jax.vmap(functools.partial(dqn.evaluate, config, env)))(states, keys)
     returns = np.asarray(stats["episode/return"])
     q_late = np.abs(np.asarray(metrics["q/taken"])[:, -500:]).mean()
     assert q_late < 200.0, q_late  # true values are below 1/(1-γ) = 100

@@ -122,8 +122,7 @@ def test_learning_regression_cartpole_two_seeds():
     states = jax.vmap(functools.partial(dqn.init, config, env))(keys, hps)
     chunk = functools.partial(dqn.train_chunk, config, env, num_updates=3000)
     states, _ = jax.jit(jax.vmap(chunk))(states)
-    eval_fn = functools.partial(dqn.evaluate_policy, config, env, num_envs=8, num_steps=600)
-    stats = jax.jit(jax.vmap(eval_fn))(states.params, keys)
+    stats = jax.jit(jax.vmap(functools.partial(dqn.evaluate, config, env)))(states, keys)
     returns = np.asarray(stats["episode/return"])
     assert np.all(returns > MARGIN), returns
 

@@ -55,7 +55,7 @@ def test_targets_bootstrap_from_the_network_and_stop_at_terminals():
     state = pqn.init(TINY, env, jax.random.PRNGKey(0), HP)
     _, traj, _ = jax.jit(
         lambda s: pqn.rollout_lib.rollout(
-            env, lambda p, o, k: (pqn.act(TINY, env, p, o, k, 1.0)[0],) + (o[:, 0] * 0,) * 2,
+            env, lambda p, o, k: (pqn._act(TINY, env, p, o, k, 1.0)[0],) + (o[:, 0] * 0,) * 2,
             s.params, s.key, s.env, 40,
         )
     )(state)  # fmt: skip
@@ -139,8 +139,7 @@ def test_learning_regression_cartpole_two_seeds():
     states = jax.vmap(functools.partial(pqn.init, config, env))(keys, hps)
     chunk = functools.partial(pqn.train_chunk, config, env, num_updates=100)
     states, _ = jax.jit(jax.vmap(chunk))(states)
-    eval_fn = functools.partial(pqn.evaluate_policy, config, env, num_envs=8, num_steps=600)
-    stats = jax.jit(jax.vmap(eval_fn))(states.params, keys)
+    stats = jax.jit(jax.vmap(functools.partial(pqn.evaluate, config, env)))(states, keys)
     returns = np.asarray(stats["episode/return"])
     assert np.all(returns > MARGIN), returns
 

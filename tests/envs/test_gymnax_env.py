@@ -77,7 +77,7 @@ def test_ppo_bootstraps_from_final_observation_on_truncation_only():
     hp = ppo.Hparams(1e-3, 0.2, 0.0, 0.5, 0.9, 1.0)
     state = ppo.init(config, env, jax.random.PRNGKey(0), hp)
     net = ppo.network(config, env)
-    policy_fn = lambda p, o, k: ppo.act(config, env, p, o, k)  # noqa: E731
+    policy_fn = lambda p, o, k: ppo._act(config, env, p, o, k)  # noqa: E731
     _, traj, _ = envs.rollout(env, policy_fn, state.params, jax.random.PRNGKey(1), state.env, 4)
     assert traj.truncated[-1].all() and not traj.terminated.any()
     value, v_tp1 = ppo._values(config, state.params, traj)  # the batched pass after a rollout
@@ -101,7 +101,7 @@ def test_every_classic_control_env_runs_a_jitted_rollout(name):
     state = ppo.init(
         config, env, jax.random.PRNGKey(0), ppo.Hparams(1e-3, 0.2, 0.0, 0.5, 0.99, 0.95)
     )
-    policy_fn = lambda p, o, k: ppo.act(config, env, p, o, k)  # noqa: E731
+    policy_fn = lambda p, o, k: ppo._act(config, env, p, o, k)  # noqa: E731
     run = jax.jit(lambda s, k: envs.rollout(env, policy_fn, s.params, k, s.env, 8))
     _, traj, stats = run(state, jax.random.PRNGKey(1))
     assert traj.obs.shape == (8, 3, *env.obs_shape)

@@ -158,7 +158,8 @@ def _toy_module():
     toy.init = lambda config, env, key, hparams: State(
         jnp.zeros(()), key, jnp.zeros((), int), hparams
     )
-    toy.act = lambda config, env, params, obs: params
+    toy.act = lambda config, env, state, obs, key, greedy=False: state.params
+    toy.evaluate = lambda config, env, state, key: {"params": state.params}
     toy.update = _toy_update
     toy.train_chunk = lambda config, env, state, num_updates: learner.train_chunk(
         _toy_update, config, env, state, num_updates
