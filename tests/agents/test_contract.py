@@ -38,7 +38,7 @@ TINY = {  # static configs small enough to compile and run in seconds
     ppo_rnn: ppo_rnn.Config(num_envs=2, num_steps=8, num_epochs=1, num_minibatches=2,
                             embed_size=8, core_size=8, hidden=(8,)),
     dqn: dqn.Config(num_envs=2, rollout_steps=4, buffer_size=64, batch_size=8, learning_starts=8,
-                    target_update_every=4, hidden=(8,)),
+                    target_update_every=8, hidden=(8,)),
     pqn: pqn.Config(num_envs=2, rollout_steps=8, num_epochs=1, num_minibatches=2, hidden=(8,)),
     sqirl: sqirl.Config(num_envs=2, rollout_steps=8, mc_steps=4, buffer_size=64, batch_size=8,
                         grad_steps=2, eval_envs=2, eval_steps=8, hidden=(8,)),
@@ -157,9 +157,10 @@ def test_every_learner_trains_evaluates_and_acts_through_the_pipeline(module, tm
         assert hasattr(learner_module, name), f"{module.__name__} lacks {name}"
     spec = _spec(module)
     module.validate(spec.config)
+    score = "loss/total" if module in (grpo, stale_grpo, offline) else "episode/return"
     result = population.run(
         spec, workdir=str(tmp_path), title="contract", checkpoint_every=2, resume=False,
-        progress=False, count_key=None, score_key="loss/total",
+        progress=False, count_key=None, score_key=score,
     )  # fmt: skip
     assert result.summary.updates_done == 2 and result.eval_updates == (1, 2)
     assert result.evaluations, "the learner's evaluate returned nothing"
