@@ -8,6 +8,7 @@
     python scripts/bench_lm.py --lora=8                  # LoRA population vs solo vs full
     python scripts/bench_lm.py --lora_memory             # LoRA learners at the Qwen2.5-1.5B shape
     python scripts/bench_lm.py --lora_memory --remat     # ... also with remat and logits chunks
+    python scripts/bench_lm.py --lora_memory --sequential  # ... also one learner at a time
 
 For each model size (~1M and ~20M parameters) prints sampled tokens/s (jitted KV-cache sampling),
 end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: sample G answers per
@@ -545,12 +546,14 @@ def bench_lora_all(args) -> None:
         bench_lora.print_speed(result)
     if args.lora_memory:
         cli.check_int("--logits_chunk", args.logits_chunk, low=1)
-        settings = [(False, 0)]
+        settings = [(False, 0, "vmap")]
         if args.remat:  # side by side: remat alone, then with the chunked head
-            settings += [(True, 0), (True, args.logits_chunk)]
+            settings += [(True, 0, "vmap"), (True, args.logits_chunk, "vmap")]
+        if args.sequential:  # each device's learners one after another
+            settings += [(r, c, "sequential") for r, c, _ in settings[: 1 + args.remat]]
         code = (
             "import bench_lora, json; print(json.dumps([bench_lora.memory(remat=r, "
-            f"logits_chunk=c) for r, c in {settings!r}]))"
+            f"logits_chunk=c, learner_map=m) for r, c, m in {settings!r}]))"
         )
         flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
         env = {**os.environ, "XLA_FLAGS": flags.strip()}  # with set_flags' scheduler flag
@@ -598,6 +601,7 @@ def main():
     parser.add_argument("--lora_memory", action="store_true", help="Qwen2.5-1.5B memory (slow)")
     parser.add_argument("--remat", action="store_true", help="--lora_memory also with remat")
     parser.add_argument("--logits_chunk", type=int, default=32, help="... and this logits_chunk")
+    parser.add_argument("--sequential", action="store_true", help="--lora_memory also sequential")
     args = parser.parse_args()
     for name in args.sizes.split(","):
         cli.check_choice("--sizes entry", name, SIZES)

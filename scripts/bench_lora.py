@@ -13,7 +13,9 @@ gradient of a completion's log-probabilities, then the Adam update) for 1 and 2 
 device. The increment is one extra learner's bytes; the remainder of 80 GB beside the base and
 the fixed cost, divided by it, is how many learners fit on one device. `remat` checkpoints every
 block and `logits_chunk` computes the completion's head and log-softmax that many tokens at a
-time (rljax.lm.model.TransformerConfig); `print_memory_table` sets such runs side by side.
+time (rljax.lm.model.TransformerConfig); `learner_map="sequential"` runs each device's learners
+one after another (rljax.parallel.population.map_learners) instead of vmapped;
+`print_memory_table` sets such runs side by side.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rljax.agents import grpo
 from rljax.lm import lora
 from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig, init_params
+from rljax.parallel import population
 
 # Qwen2.5-1.5B (config.json of Qwen/Qwen2.5-1.5B): 1.54B parameters, tied embeddings.
 QWEN25_15B = dict(
@@ -192,6 +195,14 @@ def _micro_step(model, lcfg, rows, seq):
     return step, opt
 
 
+def _mapped(step, learner_map, devices, base, adapters, opt_state, tokens):
+    """`step` over the population (`rljax.parallel.population.map_learners`, devices blocks)."""
+    one = lambda learner, base: ((*step(base, *learner), learner[2]), ())  # noqa: E731
+    learners = (adapters, opt_state, tokens)
+    out, _ = population.map_learners(one, learners, base, groups=devices, mode=learner_map)
+    return out[:2]
+
+
 def memory(
     rank: int = 16,
     rows: int = 1,
@@ -199,6 +210,7 @@ def memory(
     devices: int = 8,
     remat: bool = False,
     logits_chunk: int = 0,
+    learner_map: str = "vmap",
 ) -> dict:
     """Compiled memory of a LoRA population's micro-step at the Qwen2.5-1.5B shape (module
     docstring). Needs `devices` (fake) devices."""
@@ -229,7 +241,7 @@ def memory(
             jax.tree.map(stacked, jax.eval_shape(opt.init, adapters)),
             jax.ShapeDtypeStruct((k, rows, seq), jnp.int32, sharding=split),
         )
-        fn = jax.jit(jax.vmap(step, in_axes=(None, 0, 0, 0)), donate_argnums=(1, 2))
+        fn = jax.jit(functools.partial(_mapped, step, learner_map, devices), donate_argnums=(1, 2))
         t0 = time.perf_counter()
         stats = fn.lower(*args).compile().memory_analysis()
         total = (
@@ -242,7 +254,7 @@ def memory(
     fixed = per_device[1]["bytes"] - extra  # the base, its gradient-free activations' share
     return {
         "rank": rank, "rows": rows, "seq": seq, "devices": devices,
-        "remat": remat, "logits_chunk": logits_chunk,
+        "remat": remat, "logits_chunk": logits_chunk, "learner_map": learner_map,
         "base_bytes": int(base_bytes), "adapter_bytes": int(adapter_bytes),
         "state_bytes_per_learner": int(3 * adapter_bytes),  # adapters + Adam's two moments
         "per_device": per_device, "extra_learner_bytes": int(extra),
@@ -253,7 +265,7 @@ def memory(
 
 def _setting(r: dict) -> str:
     chunk = f"logits_chunk={r['logits_chunk']}" if r["logits_chunk"] else "whole logits"
-    return f"remat={'on' if r['remat'] else 'off'}, {chunk}"
+    return f"{r['learner_map']}, remat={'on' if r['remat'] else 'off'}, {chunk}"
 
 
 def print_memory(r: dict) -> None:
