@@ -6,6 +6,7 @@
     python scripts/bench_lm.py --vs_sequential=8         # 8 learners: one program vs 8 processes
     python scripts/bench_lm.py --breakdown=1,8           # where a step's time goes, per learner
     python scripts/bench_lm.py --lora=8                  # LoRA population vs solo vs full
+    python scripts/bench_lm.py --lora_maps=8             # 8 LoRA learners: vmap vs sequential
     python scripts/bench_lm.py --lora_memory             # LoRA learners at the Qwen2.5-1.5B shape
     python scripts/bench_lm.py --lora_memory --remat     # ... also with remat and logits chunks
     python scripts/bench_lm.py --lora_memory --sequential  # ... also one learner at a time
@@ -537,13 +538,19 @@ def bench_lora_all(args) -> None:
 
     import bench_lora
 
+    cli.check_int("--lora_rank", args.lora_rank, low=1)
+    cli.check_int("--lora_steps", args.lora_steps, low=1)
+    cli.check_int("--lora_maps", args.lora_maps, low=0)
     if args.lora:
-        cli.check_int("--lora_rank", args.lora_rank, low=1)
-        cli.check_int("--lora_steps", args.lora_steps, low=1)
         result = bench_lora.speed(
             _default_learner, args.lora, args.lora_rank, args.lora_steps, args.repeats
         )
         bench_lora.print_speed(result)
+    if args.lora_maps:
+        result = bench_lora.map_speed(
+            _default_learner, args.lora_maps, args.lora_rank, args.lora_steps, args.repeats
+        )
+        bench_lora.print_map_speed(result)
     if args.lora_memory:
         cli.check_int("--logits_chunk", args.logits_chunk, low=1)
         settings = [(False, 0, "vmap")]
@@ -596,6 +603,7 @@ def main():
     parser.add_argument("--breakdown", default="", help="population sizes, e.g. 1,8")
     parser.add_argument("--sequential_steps", type=int, default=20, help="RL steps per learner")
     parser.add_argument("--lora", type=int, default=0, help="LoRA learners (0: skip)")
+    parser.add_argument("--lora_maps", type=int, default=0, help="LoRA learners (0: skip)")
     parser.add_argument("--lora_rank", type=int, default=8, help="their rank")
     parser.add_argument("--lora_steps", type=int, default=5, help="RL steps per LoRA learner")
     parser.add_argument("--lora_memory", action="store_true", help="Qwen2.5-1.5B memory (slow)")
@@ -620,9 +628,10 @@ def main():
         bench_vs_sequential(args.vs_sequential, args.sequential_steps)
     if args.breakdown:
         bench_breakdown(breakdown, args.repeats)
-    if args.lora or args.lora_memory:
+    if args.lora or args.lora_memory or args.lora_maps:
         bench_lora_all(args)
-    if args.population or args.vs_sequential or args.breakdown or args.lora or args.lora_memory:
+    if any((args.population, args.vs_sequential, args.breakdown, args.lora, args.lora_memory,
+            args.lora_maps)):  # fmt: skip
         return
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")

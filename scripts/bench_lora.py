@@ -1,10 +1,14 @@
-"""LoRA parts of scripts/bench_lm.py (`--lora=8`, `--lora_memory`): populations over one base.
+"""LoRA parts of scripts/bench_lm.py (`--lora=8`, `--lora_memory`, `--lora_maps=8`): populations
+over one base.
 
 `speed(k)`: on the default arithmetic learner (0.8M parameters, 32 prompts x 8 samples), one
 population of k LoRA learners vs k LoRA learners one after another (each its own compile, as k
 processes would), and the LoRA population vs a population of k full-parameter learners per
 learner-step, with the step's parts (sampling, one log-prob pass, one micro-batch loss+gradient,
 the AdamW update) timed alone and vmapped the same way.
+
+`map_speed(k)`: the same population of k LoRA learners vmapped vs one learner at a time
+(`learner_map="sequential"`), per learner-step.
 
 `memory(...)`: at the Qwen2.5-1.5B shape, lowered on abstract shapes (`jax.ShapeDtypeStruct`,
 no weights materialized) and compiled on a fake mesh of 8 CPU devices, population axis over the
@@ -143,6 +147,35 @@ def speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
     out["lora"] = _breakdown(lora_cfg, data, hp, k, repeats)
     out["full"] = _breakdown(full_cfg, data, hp, k, repeats)
     return out
+
+
+def map_speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
+    """Seconds per learner-step of one population of k LoRA learners (default learner) under
+    each `learner_map`: vmapped (the base's products over the stacked learners) and sequential
+    (one learner at a time; rljax.parallel.population.map_learners), after a warm-up call."""
+    full_cfg, data, hp = make_learner()
+    cfg = grpo.Config(**{**full_cfg.__dict__, "lora": lora.LoraConfig(rank=rank)})
+    hp = hp._replace(learning_rate=jnp.float32(1e-3))
+    one = lambda state, d: grpo.train_chunk(cfg, d, state, steps)  # noqa: E731
+    out = {"learners": k, "rank": rank, "steps": steps}
+    for mode in population.LEARNER_MAPS:
+        fn = jax.jit(functools.partial(population.map_learners, one, mode=mode))
+        states = _population(cfg, data, hp, k)
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(states, data))
+        out[f"{mode}_first_s"] = time.perf_counter() - t0  # compile and one call
+        out[f"{mode}_s"] = _timed(fn, (states, data), repeats) / (k * steps)
+    return out
+
+
+def print_map_speed(r: dict) -> None:
+    print(
+        f"{r['learners']} LoRA learners (rank {r['rank']}), default arithmetic learner, "
+        f"{r['steps']} RL steps per call: per learner-step vmap {1e3 * r['vmap_s']:.0f} ms, "
+        f"sequential {1e3 * r['sequential_s']:.0f} ms ({r['sequential_s'] / r['vmap_s']:.2f}x); "
+        f"compile + first call {r['vmap_first_s']:.0f} s / {r['sequential_first_s']:.0f} s",
+        flush=True,
+    )
 
 
 def print_sequential(r: dict) -> None:

@@ -51,9 +51,7 @@ class Spec:
     # (e.g. greedy returns, a held-out pass@1); its results come back in Result.evaluations.
     evaluate: Callable[[Any, jax.Array], Any] | None = None
     keep_metrics: bool = False  # True: every training metric comes back in Result.metrics
-    # "vmap": all learners at once; "sequential": one learner per device at a time, the others'
-    # activations not alive (memory), the base's products not stacked (speed). Same numbers.
-    learner_map: str = "vmap"
+    learner_map: str = "vmap"  # vmap | sequential (rljax.parallel.population.map_learners)
 
     def __post_init__(self):
         population.check_learner_map(self.learner_map)
@@ -137,8 +135,7 @@ def init_on_mesh(spec: Spec, mesh=None):
 
 
 def chunk_fn(spec: Spec, updates: int, shardings=None):
-    """The jitted chunk ``(states[A], *env) -> (states, metrics[A, updates])`` over all learners
-    (``population.map_learners`` in the mode ``spec.learner_map``).
+    """The jitted chunk ``(states[A], *env) -> (states, metrics[A, updates])`` (``learner_map``).
 
     Donates the states; ``env`` is an argument only with ``spec.env_as_argument``.
     """
@@ -147,9 +144,10 @@ def chunk_fn(spec: Spec, updates: int, shardings=None):
         one = functools.partial(one, spec.env)
     mesh = None if shardings is None else jax.tree.leaves(shardings[0])[0].mesh
     groups = 1 if mesh is None else mesh.shape.get("seeds", 1)  # devices along the learners
-    fn = lambda states, *env: population.map_learners(  # noqa: E731
-        lambda state, *env: one(*env, state), states, *env, groups=groups, mode=spec.learner_map
-    )
+    fn = functools.partial(  # one learner at a time per device or all at once (learner_map)
+        population.map_learners, lambda state, *env: one(*env, state), groups=groups,
+        mode=spec.learner_map,
+    )  # fmt: skip
     if shardings is None:
         return jax.jit(fn, donate_argnums=0)
     state_shardings, metrics_sharding = shardings
