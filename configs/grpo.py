@@ -44,6 +44,9 @@ def get_config(arg: str = "arithmetic"):
     c.preset = "grpo"  # the preset of every learner unless swept
     c.seed = 0  # learner s of each grid point uses seed + s
     c.num_seeds = 1  # learners per grid point
+    # vmap: a device's learners at once (the base's products stacked over them); sequential: one
+    # after another, one learner's activations alive per device (memory; same numbers, slower)
+    c.learner_map = "vmap"
     c.resume = False  # continue the run in --workdir (its config must match)
     c.progress = True  # progress bar
     c.data_dir = "runs/lm_data"  # tfds array_record files

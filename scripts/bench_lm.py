@@ -6,8 +6,10 @@
     python scripts/bench_lm.py --vs_sequential=8         # 8 learners: one program vs 8 processes
     python scripts/bench_lm.py --breakdown=1,8           # where a step's time goes, per learner
     python scripts/bench_lm.py --lora=8                  # LoRA population vs solo vs full
+    python scripts/bench_lm.py --lora_maps=8             # 8 LoRA learners: vmap vs sequential
     python scripts/bench_lm.py --lora_memory             # LoRA learners at the Qwen2.5-1.5B shape
     python scripts/bench_lm.py --lora_memory --remat     # ... also with remat and logits chunks
+    python scripts/bench_lm.py --lora_memory --sequential  # ... also one learner at a time
 
 For each model size (~1M and ~20M parameters) prints sampled tokens/s (jitted KV-cache sampling),
 end-to-end RL tokens/s and steps/s (one learner's whole step under one jit: sample G answers per
@@ -536,21 +538,29 @@ def bench_lora_all(args) -> None:
 
     import bench_lora
 
+    cli.check_int("--lora_rank", args.lora_rank, low=1)
+    cli.check_int("--lora_steps", args.lora_steps, low=1)
+    cli.check_int("--lora_maps", args.lora_maps, low=0)
     if args.lora:
-        cli.check_int("--lora_rank", args.lora_rank, low=1)
-        cli.check_int("--lora_steps", args.lora_steps, low=1)
         result = bench_lora.speed(
             _default_learner, args.lora, args.lora_rank, args.lora_steps, args.repeats
         )
         bench_lora.print_speed(result)
+    if args.lora_maps:
+        result = bench_lora.map_speed(
+            _default_learner, args.lora_maps, args.lora_rank, args.lora_steps, args.repeats
+        )
+        bench_lora.print_map_speed(result)
     if args.lora_memory:
         cli.check_int("--logits_chunk", args.logits_chunk, low=1)
-        settings = [(False, 0)]
+        settings = [(False, 0, "vmap")]
         if args.remat:  # side by side: remat alone, then with the chunked head
-            settings += [(True, 0), (True, args.logits_chunk)]
+            settings += [(True, 0, "vmap"), (True, args.logits_chunk, "vmap")]
+        if args.sequential:  # each device's learners one after another
+            settings += [(r, c, "sequential") for r, c, _ in settings[: 1 + args.remat]]
         code = (
             "import bench_lora, json; print(json.dumps([bench_lora.memory(remat=r, "
-            f"logits_chunk=c) for r, c in {settings!r}]))"
+            f"logits_chunk=c, learner_map=m) for r, c, m in {settings!r}]))"
         )
         flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
         env = {**os.environ, "XLA_FLAGS": flags.strip()}  # with set_flags' scheduler flag
@@ -593,11 +603,13 @@ def main():
     parser.add_argument("--breakdown", default="", help="population sizes, e.g. 1,8")
     parser.add_argument("--sequential_steps", type=int, default=20, help="RL steps per learner")
     parser.add_argument("--lora", type=int, default=0, help="LoRA learners (0: skip)")
+    parser.add_argument("--lora_maps", type=int, default=0, help="LoRA learners (0: skip)")
     parser.add_argument("--lora_rank", type=int, default=8, help="their rank")
     parser.add_argument("--lora_steps", type=int, default=5, help="RL steps per LoRA learner")
     parser.add_argument("--lora_memory", action="store_true", help="Qwen2.5-1.5B memory (slow)")
     parser.add_argument("--remat", action="store_true", help="--lora_memory also with remat")
     parser.add_argument("--logits_chunk", type=int, default=32, help="... and this logits_chunk")
+    parser.add_argument("--sequential", action="store_true", help="--lora_memory also sequential")
     args = parser.parse_args()
     for name in args.sizes.split(","):
         cli.check_choice("--sizes entry", name, SIZES)
@@ -616,9 +628,10 @@ def main():
         bench_vs_sequential(args.vs_sequential, args.sequential_steps)
     if args.breakdown:
         bench_breakdown(breakdown, args.repeats)
-    if args.lora or args.lora_memory:
+    if args.lora or args.lora_memory or args.lora_maps:
         bench_lora_all(args)
-    if args.population or args.vs_sequential or args.breakdown or args.lora or args.lora_memory:
+    if any((args.population, args.vs_sequential, args.breakdown, args.lora, args.lora_memory,
+            args.lora_maps)):  # fmt: skip
         return
     print("| size | params | sampled tok/s | sample MFU | RL step s | RL tok/s | RL MFU |")
     print("|---|---|---|---|---|---|---|")

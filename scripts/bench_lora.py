@@ -1,10 +1,14 @@
-"""LoRA parts of scripts/bench_lm.py (`--lora=8`, `--lora_memory`): populations over one base.
+"""LoRA parts of scripts/bench_lm.py (`--lora=8`, `--lora_memory`, `--lora_maps=8`): populations
+over one base.
 
 `speed(k)`: on the default arithmetic learner (0.8M parameters, 32 prompts x 8 samples), one
 population of k LoRA learners vs k LoRA learners one after another (each its own compile, as k
 processes would), and the LoRA population vs a population of k full-parameter learners per
 learner-step, with the step's parts (sampling, one log-prob pass, one micro-batch loss+gradient,
 the AdamW update) timed alone and vmapped the same way.
+
+`map_speed(k)`: the same population of k LoRA learners vmapped vs one learner at a time
+(`learner_map="sequential"`), per learner-step.
 
 `memory(...)`: at the Qwen2.5-1.5B shape, lowered on abstract shapes (`jax.ShapeDtypeStruct`,
 no weights materialized) and compiled on a fake mesh of 8 CPU devices, population axis over the
@@ -13,7 +17,9 @@ gradient of a completion's log-probabilities, then the Adam update) for 1 and 2 
 device. The increment is one extra learner's bytes; the remainder of 80 GB beside the base and
 the fixed cost, divided by it, is how many learners fit on one device. `remat` checkpoints every
 block and `logits_chunk` computes the completion's head and log-softmax that many tokens at a
-time (rljax.lm.model.TransformerConfig); `print_memory_table` sets such runs side by side.
+time (rljax.lm.model.TransformerConfig); `learner_map="sequential"` runs each device's learners
+one after another (rljax.parallel.population.map_learners) instead of vmapped;
+`print_memory_table` sets such runs side by side.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from rljax.agents import grpo
 from rljax.lm import lora
 from rljax.lm.logprobs import completion_log_probs
 from rljax.lm.model import TransformerConfig, init_params
+from rljax.parallel import population
 
 # Qwen2.5-1.5B (config.json of Qwen/Qwen2.5-1.5B): 1.54B parameters, tied embeddings.
 QWEN25_15B = dict(
@@ -142,6 +149,35 @@ def speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
     return out
 
 
+def map_speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
+    """Seconds per learner-step of one population of k LoRA learners (default learner) under
+    each `learner_map`: vmapped (the base's products over the stacked learners) and sequential
+    (one learner at a time; rljax.parallel.population.map_learners), after a warm-up call."""
+    full_cfg, data, hp = make_learner()
+    cfg = grpo.Config(**{**full_cfg.__dict__, "lora": lora.LoraConfig(rank=rank)})
+    hp = hp._replace(learning_rate=jnp.float32(1e-3))
+    one = lambda state, d: grpo.train_chunk(cfg, d, state, steps)  # noqa: E731
+    out = {"learners": k, "rank": rank, "steps": steps}
+    for mode in population.LEARNER_MAPS:
+        fn = jax.jit(functools.partial(population.map_learners, one, mode=mode))
+        states = _population(cfg, data, hp, k)
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(states, data))
+        out[f"{mode}_first_s"] = time.perf_counter() - t0  # compile and one call
+        out[f"{mode}_s"] = _timed(fn, (states, data), repeats) / (k * steps)
+    return out
+
+
+def print_map_speed(r: dict) -> None:
+    print(
+        f"{r['learners']} LoRA learners (rank {r['rank']}), default arithmetic learner, "
+        f"{r['steps']} RL steps per call: per learner-step vmap {1e3 * r['vmap_s']:.0f} ms, "
+        f"sequential {1e3 * r['sequential_s']:.0f} ms ({r['sequential_s'] / r['vmap_s']:.2f}x); "
+        f"compile + first call {r['vmap_first_s']:.0f} s / {r['sequential_first_s']:.0f} s",
+        flush=True,
+    )
+
+
 def print_sequential(r: dict) -> None:
     k, steps = r["learners"], r["steps"]
     solo = r["solo_compile_s"] + r["solo_run_s"]
@@ -192,6 +228,14 @@ def _micro_step(model, lcfg, rows, seq):
     return step, opt
 
 
+def _mapped(step, learner_map, devices, base, adapters, opt_state, tokens):
+    """`step` over the population (`rljax.parallel.population.map_learners`, devices blocks)."""
+    one = lambda learner, base: ((*step(base, *learner), learner[2]), ())  # noqa: E731
+    learners = (adapters, opt_state, tokens)
+    out, _ = population.map_learners(one, learners, base, groups=devices, mode=learner_map)
+    return out[:2]
+
+
 def memory(
     rank: int = 16,
     rows: int = 1,
@@ -199,6 +243,7 @@ def memory(
     devices: int = 8,
     remat: bool = False,
     logits_chunk: int = 0,
+    learner_map: str = "vmap",
 ) -> dict:
     """Compiled memory of a LoRA population's micro-step at the Qwen2.5-1.5B shape (module
     docstring). Needs `devices` (fake) devices."""
@@ -229,7 +274,7 @@ def memory(
             jax.tree.map(stacked, jax.eval_shape(opt.init, adapters)),
             jax.ShapeDtypeStruct((k, rows, seq), jnp.int32, sharding=split),
         )
-        fn = jax.jit(jax.vmap(step, in_axes=(None, 0, 0, 0)), donate_argnums=(1, 2))
+        fn = jax.jit(functools.partial(_mapped, step, learner_map, devices), donate_argnums=(1, 2))
         t0 = time.perf_counter()
         stats = fn.lower(*args).compile().memory_analysis()
         total = (
@@ -242,7 +287,7 @@ def memory(
     fixed = per_device[1]["bytes"] - extra  # the base, its gradient-free activations' share
     return {
         "rank": rank, "rows": rows, "seq": seq, "devices": devices,
-        "remat": remat, "logits_chunk": logits_chunk,
+        "remat": remat, "logits_chunk": logits_chunk, "learner_map": learner_map,
         "base_bytes": int(base_bytes), "adapter_bytes": int(adapter_bytes),
         "state_bytes_per_learner": int(3 * adapter_bytes),  # adapters + Adam's two moments
         "per_device": per_device, "extra_learner_bytes": int(extra),
@@ -253,7 +298,7 @@ def memory(
 
 def _setting(r: dict) -> str:
     chunk = f"logits_chunk={r['logits_chunk']}" if r["logits_chunk"] else "whole logits"
-    return f"remat={'on' if r['remat'] else 'off'}, {chunk}"
+    return f"{r['learner_map']}, remat={'on' if r['remat'] else 'off'}, {chunk}"
 
 
 def print_memory(r: dict) -> None:

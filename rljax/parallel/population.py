@@ -116,3 +116,47 @@ def check_population(
             f"allowed: num_seeds <= {fits:,} here"
         )
     return need
+
+
+LEARNER_MAPS = ("vmap", "sequential")  # how a population's learners share their devices
+
+
+def check_learner_map(value: str) -> None:
+    """Raises a ``ValueError`` naming the field unless ``value`` is one of ``LEARNER_MAPS``."""
+    if value not in LEARNER_MAPS:
+        raise ValueError(f"learner_map={value!r} is unknown; allowed: {', '.join(LEARNER_MAPS)}")
+
+
+def map_learners(fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vmap"):
+    """``fn`` applied to every learner of ``states`` (leaves ``[A, ...]``); ``shared`` unbatched.
+
+    ``fn(state, *shared) -> (state, extras)`` is one learner's. ``"vmap"`` runs all ``A`` at
+    once (the base's products over all learners' stacked activations, all activations alive
+    together). ``"sequential"`` splits ``A`` into ``groups`` contiguous blocks (a device's share
+    of ``A`` split over ``groups`` devices; learner ``a`` is block ``a // (A / groups)``) and runs
+    the blocks side by side, one learner of each at a time (a ``fori_loop`` of a vmap over
+    ``groups``): one learner's activations per device, its state updated in place in the
+    (donated) population's buffers. Same keys, so the same numbers up to the rounding of a batch.
+
+    Returns:
+      ``(states, extras)``, leaves ``[A, ...]``.
+    """
+    batched = jax.vmap(fn, in_axes=(0, *(None,) * len(shared)))
+    if mode == "vmap":
+        return batched(states, *shared)
+    check_learner_map(mode)
+    split = jax.tree.map(lambda x: x.reshape(groups, -1, *x.shape[1:]), states)
+    take = lambda tree, i: jax.tree.map(  # noqa: E731
+        lambda x: jax.lax.dynamic_index_in_dim(x, i, axis=1, keepdims=False), tree
+    )
+    extras = jax.eval_shape(batched, take(split, 0), *shared)[1]
+    per = jax.tree.leaves(split)[0].shape[1]
+    extras = jax.tree.map(lambda x: jnp.zeros((groups, per, *x.shape[1:]), x.dtype), extras)
+
+    def body(i, carry):
+        new = batched(take(carry[0], i), *shared)
+        put = lambda x, y: jax.lax.dynamic_update_index_in_dim(x, y, i, axis=1)  # noqa: E731
+        return jax.tree.map(put, carry, new)
+
+    out = jax.lax.fori_loop(0, per, body, (split, extras))
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)

@@ -29,6 +29,7 @@ from rljax.lm.model import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS
 from rljax.lm.tasks.builders import level_splits
 from rljax.parallel import mesh as mesh_lib
+from rljax.parallel import population as learner_maps
 from rljax.train import lm_base, loop, population
 from rljax.train import sweep as sweep_lib
 
@@ -37,7 +38,7 @@ SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may na
 # change is refused before anything is built (rljax.io.fingerprint).
 RESUMABLE_FIELDS = (
     "steps", "checkpoint_every", "progress", "final_problems", "final_samples", "resume",
-    "workdir", "cpu_devices",
+    "workdir", "cpu_devices", "learner_map",
 )  # fmt: skip
 
 INT_FIELDS = dict.fromkeys(  # integer fields and their lowest allowed value
@@ -87,6 +88,7 @@ class LMRunConfig:
     # whose reference solution the SFT base finds least likely (0 = all problems).
     least_likely: float = 0.0
     lora: tuple[tuple[str, object], ...] = ()  # rank, alpha, targets; (): full, unfingerprinted
+    learner_map: str = "vmap"  # vmap | sequential: a device's learners at once or one at a time
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -131,6 +133,7 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         progress=config.progress,
         cpu_devices=cpu_devices,
         lora=tuple(config.lora.items()) if config.lora.rank else (),
+        learner_map=config.learner_map,
     )
 
 
@@ -196,6 +199,7 @@ def validate(run: LMRunConfig) -> list[dict]:
         raise ValueError(f"min_level={run.min_level!r} is invalid; allowed: 1..{top} (max_level)")
     for name, low in INT_FIELDS.items():
         checks.check_int(name, getattr(run, name), low=low)
+    learner_maps.check_learner_map(run.learner_map)
     if isinstance(run.least_likely, bool) or not 0.0 <= run.least_likely < 1.0:
         raise ValueError(
             f"least_likely={run.least_likely!r} is invalid; allowed: a fraction in [0, 1) "
@@ -299,9 +303,8 @@ def build(run: LMRunConfig, points: list[dict]):
 
 def spec(run_cfg: LMRunConfig, agent_cfg, data, hparams: list[dict], points) -> population.Spec:
     """The run's ``population.Spec``: the task data is every chunk's (replicated) argument."""
-    mesh = None
-    if run_cfg.cpu_devices > 1:
-        mesh = mesh_lib.MeshConfig((run_cfg.cpu_devices,), ("seeds",))
+    cpu_devices = run_cfg.cpu_devices
+    mesh = mesh_lib.MeshConfig((cpu_devices,), ("seeds",)) if cpu_devices > 1 else None
     return population.Spec(
         learner=grpo,
         config=agent_cfg,
@@ -315,6 +318,7 @@ def spec(run_cfg: LMRunConfig, agent_cfg, data, hparams: list[dict], points) -> 
         env_as_argument=True,
         mesh=mesh,
         keep_metrics=True,  # the reproductions read every learner's curves in memory
+        learner_map=run_cfg.learner_map,
     )
 
 

@@ -51,6 +51,10 @@ class Spec:
     # `evaluate`, all learners on the chunk's one key), or jittable (states[A], key) -> [A, ...].
     evaluate: str | Callable[[Any, jax.Array], Any] | None = None
     keep_metrics: bool = False  # True: every training metric comes back in Result.metrics
+    learner_map: str = "vmap"  # vmap | sequential (rljax.parallel.population.map_learners)
+
+    def __post_init__(self):
+        population.check_learner_map(self.learner_map)
 
     @property
     def num_learners(self) -> int:
@@ -131,20 +135,19 @@ def init_on_mesh(spec: Spec, mesh=None):
 
 
 def chunk_fn(spec: Spec, updates: int, shardings=None):
-    """The jitted, vmapped chunk ``(states[A], *env) -> (states, metrics[A, updates])``.
+    """The jitted chunk ``(states[A], *env) -> (states, metrics[A, updates])`` (``learner_map``).
 
     Donates the states; ``env`` is an argument only with ``spec.env_as_argument``.
     """
-    if spec.env_as_argument:
-        chunk = jax.vmap(
-            functools.partial(spec.learner.train_chunk, spec.config, num_updates=updates),
-            in_axes=(None, 0),
-        )
-        fn = lambda states, env: chunk(env, states)  # noqa: E731
-    else:
-        fn = jax.vmap(
-            functools.partial(spec.learner.train_chunk, spec.config, spec.env, num_updates=updates)
-        )
+    one = functools.partial(spec.learner.train_chunk, spec.config, num_updates=updates)
+    if not spec.env_as_argument:
+        one = functools.partial(one, spec.env)
+    mesh = None if shardings is None else jax.tree.leaves(shardings[0])[0].mesh
+    groups = 1 if mesh is None else mesh.shape.get("seeds", 1)  # devices along the learners
+    fn = functools.partial(  # one learner at a time per device or all at once (learner_map)
+        population.map_learners, lambda state, *env: one(*env, state), groups=groups,
+        mode=spec.learner_map,
+    )  # fmt: skip
     if shardings is None:
         return jax.jit(fn, donate_argnums=0)
     # The states' shardings are explicit on the way in too (the task data's are its own).

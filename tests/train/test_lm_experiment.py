@@ -15,7 +15,7 @@ from rljax.io.metrics import MetricsWriter
 from rljax.lm import presets
 from rljax.train import lm_experiment, loop, population
 
-STEPS = 20
+STEPS = 10
 
 
 def _config(tmp, name, **changes):
@@ -23,7 +23,7 @@ def _config(tmp, name, **changes):
     c.data_dir = str(tmp / "data")
     c.base_cache_dir = str(tmp / "base")
     c.sft.steps = 150  # a base that is right sometimes, so rewards vary within groups
-    c.run.steps, c.run.chunk_steps = STEPS, 10
+    c.run.steps, c.run.chunk_steps = STEPS, 5  # two chunks
     c.run.format_weight = 0.5
     c.run.eval_problems = 16
     c.eval.num_problems, c.eval.num_samples = 8, 2

@@ -1,6 +1,7 @@
 """LoRA populations over one frozen base: a member equals the same learner trained alone
 (identical sampled rewards, adapters within the float floor), unsharded and with the population
-axis sharded over fake CPU devices (base replicated); a resume over another base is refused.
+axis sharded over fake CPU devices (base replicated) and with the learners run one at a time
+(`learner_map="sequential"`); a resume over another base is refused.
 
 The comparison runs in a subprocess (`python tests/train/test_lm_lora.py DIR`) so that it can
 ask XLA for 2 fake CPU devices before jax starts."""
@@ -52,6 +53,8 @@ def _compare(tmp) -> dict:
         return population.chunk_fn(spec, STEPS, shardings)(states, env), env
 
     (pop, pop_metrics), _ = train(spec)
+    # learner_map="sequential": the device's two learners one after another, not stacked.
+    (seq, seq_metrics), _ = train(dataclasses.replace(spec, learner_map="sequential"))
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((2,), ("seeds",)))
     (sharded, sharded_metrics), env = train(spec, mesh)
     base_leaf = jax.tree.leaves(env.base_params)[0]
@@ -69,6 +72,7 @@ def _compare(tmp) -> dict:
     solo_fn, split_fn = None, None
     out = {"reward_gap": 0.0, "param_gap": 0.0, "sharded_param_gap": 0.0, "gap_over_floor": 0.0}
     out["split_reward_gap"], out["floors"], out["rewards"] = 0.0, [], []
+    out["seq_param_gap"] = 0.0
     for g in range(len(points)):
         one = dataclasses.replace(
             spec,
@@ -92,13 +96,14 @@ def _compare(tmp) -> dict:
         out["floors"].append(floor)
         split_gap = np.max(np.abs(rewards(split_metrics, 0) - rewards(solo_metrics, 0)))
         out["split_reward_gap"] = max(out["split_reward_gap"], float(split_gap))
-        for metrics in (pop_metrics, sharded_metrics):
+        for metrics in (pop_metrics, sharded_metrics, seq_metrics):
             for name in ("reward/mean", "correct/mean"):
                 diff = np.asarray(metrics[name][g]) - np.asarray(solo_metrics[name][0])
                 out["reward_gap"] = max(out["reward_gap"], float(np.max(np.abs(diff))))
         member = gap(learner(pop, g), alone)
         out["param_gap"] = max(out["param_gap"], member)
         out["sharded_param_gap"] = max(out["sharded_param_gap"], gap(learner(sharded, g), alone))
+        out["seq_param_gap"] = max(out["seq_param_gap"], gap(learner(seq, g), alone))
         out["gap_over_floor"] = max(out["gap_over_floor"], member / max(floor, 1e-12))
         out["rewards"].append(rewards(solo_metrics, 0).tolist())
     moved = jax.tree.map(lambda p: float(np.max(np.abs(np.asarray(p)))), pop.params)
@@ -128,6 +133,8 @@ def test_lora_population_member_equals_the_learner_alone_unsharded_and_sharded(t
     assert out["reward_gap"] == 0.0  # identical sampled rewards, every update
     # Sharded (one learner per device): the solo program's rounding, params within 2e-5.
     assert out["sharded_param_gap"] < 2e-5, out
+    # Sequential (learner_map): the two learners one at a time on one device, likewise.
+    assert out["seq_param_gap"] < 2e-5, out
     # Two learners on one device: sampling and log-probs are bitwise the solo ones, but the
     # backward pass of the base product folded over both learners rounds differently and
     # Adam's normalized steps turn that into up to lr-sized moves of near-zero-gradient
