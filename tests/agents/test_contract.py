@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax import agents, envs, offline_data
+from rljax import agents, envs
 from rljax.agents import (
     dqn,
     grpo,
@@ -31,6 +31,7 @@ from rljax.lm.model import TransformerConfig, init_params
 from rljax.lm.tasks import TASKS, arithmetic
 from rljax.nets import recurrent as rnn
 from rljax.train import population
+from tests.train.test_population import _bandit
 
 LEARNERS = (ppo, ppo_rnn, dqn, pqn, sqirl, sac, td3, mpo, grpo, stale_grpo, offline)
 TINY = {  # static configs small enough to compile and run in seconds
@@ -51,18 +52,6 @@ TINY = {  # static configs small enough to compile and run in seconds
     offline: offline.Config(algo="bcq", num_actions=2, batch_size=16, hidden=(8,)),
 }  # fmt: skip
 ENV = {ppo_rnn: "CartPole-NoVel-v1", sac: "Pendulum-v1", td3: "Pendulum-v1", mpo: "Pendulum-v1"}
-
-
-def _bandit(n=128) -> offline_data.Dataset:
-    """One-step episodes: s ~ U[-1, 1]², uniform actions, reward 1 iff a = 1[s_0 > 0]."""
-    rng = np.random.default_rng(0)
-    obs = rng.uniform(-1, 1, (n, 2)).astype(np.float32)
-    action, reward = rng.integers(0, 2, n), np.zeros(n, np.float32)
-    return offline_data.Dataset(
-        obs=jnp.asarray(obs), action=jnp.asarray(action, jnp.int32), reward=jnp.asarray(reward),
-        next_obs=jnp.asarray(obs), terminated=jnp.ones(n), episode_return=jnp.asarray(reward),
-        cdf=jnp.arange(1, n + 1) / n,
-    )  # fmt: skip
 
 
 def _lm(module):
