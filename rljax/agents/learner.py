@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.envs import gymnax_env
 from rljax.envs import rollouts as rollout_lib
@@ -130,3 +131,20 @@ def config_from_dict(config_cls: type[Config], block: str, values: Mapping[str, 
         where = f"{config_cls.__module__}.{config_cls.__qualname__}"
         raise ValueError(f"{block}.{unknown[0]} is not a field of {where}")
     return config_cls(**values)
+
+
+def check_grid(learner, points: list[dict]) -> None:
+    """Every grid point's value of every ``HPARAM_RULES`` field is finite and allowed."""
+    for point in points:
+        for name, value in point.items():
+            if name not in learner.HPARAM_RULES:
+                continue
+            check, allowed = learner.HPARAM_RULES[name]
+            if not (np.isfinite(value) and check(value)):
+                raise ValueError(f"hparams.{name}={value!r} is invalid; allowed: {allowed}")
+
+
+def grid_hparams(learner, points: list[dict]) -> Any:
+    """The learner's ``Hparams`` with float32 leaves ``[G]`` from full grid points (dicts)."""
+    fields = learner.Hparams._fields
+    return learner.Hparams(**{k: np.asarray([p[k] for p in points], np.float32) for k in fields})

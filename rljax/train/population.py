@@ -24,6 +24,7 @@ import numpy as np
 
 from rljax import agents
 from rljax.agents import learner as learner_lib
+from rljax.agents.learner import check_grid, grid_hparams  # noqa: F401 (the pipeline's API)
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import population, sharding
 from rljax.train import loop
@@ -70,23 +71,6 @@ class Result:
     evaluations: Any = None  # the hook's outputs stacked [A, chunks run, ...] (None: no hook)
     eval_updates: tuple[int, ...] = ()  # the update after which each evaluation ran
     metrics: dict | None = None  # with spec.keep_metrics: {key: [A, updates run here]}
-
-
-def check_grid(learner: agents.Learner, points: list[dict]) -> None:
-    """Every grid point's value of every ``HPARAM_RULES`` field is finite and allowed."""
-    for point in points:
-        for name, value in point.items():
-            if name not in learner.HPARAM_RULES:
-                continue
-            check, allowed = learner.HPARAM_RULES[name]
-            if not (np.isfinite(value) and check(value)):
-                raise ValueError(f"hparams.{name}={value!r} is invalid; allowed: {allowed}")
-
-
-def grid_hparams(learner: agents.Learner, points: list[dict]) -> Any:
-    """The learner's ``Hparams`` with float32 leaves ``[G]`` from full grid points (dicts)."""
-    fields = learner.Hparams._fields
-    return learner.Hparams(**{k: np.asarray([p[k] for p in points], np.float32) for k in fields})
 
 
 def keys(spec: Spec) -> jax.Array:
