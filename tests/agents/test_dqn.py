@@ -159,7 +159,7 @@ def test_learning_regression_cartpole_two_seeds():
     states, _ = jax.jit(jax.vmap(chunk))(states)
     stats = jax.jit(jax.vmap(functools.partial(dqn.evaluate, config, env)))(states, keys)
     returns = np.asarray(stats["episode/return"])
-    # measured greedy returns [164, 191] (random policy: ~22)
+    # measured greedy returns [197.9, 214.4] (random policy: ~22; `dqn.evaluate`, 2026-11-28)
     assert np.all(returns > 100.0), returns
 
 
@@ -194,4 +194,4 @@ def test_learning_regression_cartpole_huber_at_the_config_delta():
     returns = np.asarray(stats["episode/return"])
     q_late = np.abs(np.asarray(metrics["q/taken"])[:, -500:]).mean()
     assert q_late < 200.0, q_late  # true values are below 1/(1-γ) = 100
-    assert np.all(returns > 100.0), returns
+    assert np.all(returns > 100.0), returns  # measured [179.5, 363.9], 2026-11-28

@@ -144,4 +144,4 @@ def test_learning_regression_cartpole_two_seeds():
     assert np.all(returns > MARGIN), returns
 
 
-MARGIN = 100.0  # measured greedy returns [200.9, 342.6] (random policy: ~22), 2026-11-25
+MARGIN = 100.0  # measured greedy returns [264.8, 339.8] (random policy: ~22), 2026-11-28
