@@ -4,6 +4,8 @@ Parameters, the frozen reference model and the AdamW moments are placed by the t
 of ``rljax.parallel.steps`` (``LM_FSDP`` by default: each weight split once over ``fsdp``); the
 sampler's prompt/completion rows are split over ``("data", "fsdp")``. ``rljax.agents.grpo.update``
 and ``rljax.lm.sampling.sample`` run unchanged: only their ``jax.jit`` carries shardings.
+A population of such learners (``jit_population``: leaves ``[A, ...]``) puts its learners on
+``seeds`` and splits each one's weights by the same rules (``population_shardings``).
 """
 
 import functools
