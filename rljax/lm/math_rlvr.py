@@ -235,12 +235,16 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, bas
 
 def pass_at_k(run, sampler, states, i, table, problems, checker, tok, key):
     """`[N, n]` correctness of `eval_samples` completions per held-out problem by learner `i`
-    of `states`, and the texts (sampled on every process; judged on process 0, else None)."""
+    of `states`, and the texts (sampled on every process; judged on process 0, else None).
+    `sampler` is `parallel_lm.jit_learner_sample`'s `(sample, rows)`."""
     n = run.eval_samples
     rows = np.repeat(np.arange(len(problems)), n)
-    out = sampler(
-        states.params, np.int32(i), table.prompt_tokens[rows], table.prompt_mask[rows], key
-    )
+    sample, row_sharding = sampler
+    prompts = [
+        jax.make_array_from_callback(x.shape, row_sharding, lambda idx, x=x: x[idx])
+        for x in (table.prompt_tokens[rows], table.prompt_mask[rows])
+    ]
+    out = sample(states.params, np.int32(i), *prompts, key)
     if jax.process_index() != 0:
         return None, None
     decoded = [tok.decode(r) for r in np.asarray(out.tokens)]

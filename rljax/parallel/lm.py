@@ -151,7 +151,9 @@ def jit_learner_sample(
     them. The draws do not depend on the sharding (partitionable threefry).
 
     Returns:
-      ``sample(params [A, ...], i, prompt_tokens, prompt_mask, key) -> Completions``.
+      ``(sample, rows)``: ``sample(params [A, ...], i, prompt_tokens, prompt_mask, key) ->
+      Completions``, and the prompts' sharding (on several processes, place host prompts with
+      ``jax.make_array_from_callback``: jit refuses split NumPy inputs there).
     """
     row_axes = tuple(a for a in ROW_AXES if a in mesh.shape)
     split = row_axes and num_rows % mesh_lib.axis_size(mesh, row_axes) == 0
@@ -165,11 +167,12 @@ def jit_learner_sample(
             temperature=temperature,
         )  # fmt: skip
 
-    return jax.jit(
+    jitted = jax.jit(
         fn,
         in_shardings=(param_shardings, replicated, rows, rows, replicated),
         out_shardings=replicated,
     )
+    return jitted, rows
 
 
 def jit_sample(
