@@ -5,15 +5,23 @@
     python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny \
         --config.presets=grpo,dr_grpo,dapo --config.num_seeds=2      # 6 learners, one program
     python scripts/memory_plan.py --config=configs/grpo_math.py:gsm8k,qwen2.5-0.5b  # fits?
+    python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny --cpu_devices=4 \
+        --config.presets=grpo,dr_grpo --config.num_seeds=2 --config.mesh_shape=2,2 \
+        --config.mesh_axes=seeds,fsdp  # 4 learners, 2 per pair of devices, weights split over it
 
 dataset: gsm8k | math (the file layout; `fields.*` renames fields for other layouts).
 model:   tiny (a decoder built at d_model.. sizes, byte tokenizer, plain template: runs on a CPU)
          or one of qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen2.5-7b, qwen3-8b: the
          checkpoint folder (downloaded by the user, docs/math.md) whose config.json, safetensors,
-         tokenizer.json and chat template the run loads, its lengths and batch. The run uses one
-         device: mesh_shape / mesh_axes / rules are read only by scripts/memory_plan.py, which
-         finds the presets' step too large for one 80 GB GPU (docs/scaling.md); lower the
-         lengths and batch for one GPU.
+         tokenizer.json and chat template the run loads, its lengths and batch.
+mesh:    mesh_shape x mesh_axes (seeds: learners; fsdp / tensor: each learner's weights by
+         `rules`) over the devices of the job (a fixed shape takes the first devices, -1 the
+         rest): tiny uses one device, the checkpoints FSDP over all of them. The same fields
+         feed scripts/memory_plan.py, which finds the presets' step too large for one 80 GB GPU
+         (docs/scaling.md); lower the lengths and batch for one GPU.
+distributed: several processes (hosts) of one job, as in rljax.parallel.distributed; the
+         RLJAX_COORDINATOR_ADDRESS / RLJAX_NUM_PROCESSES / RLJAX_PROCESS_ID / RLJAX_AUTO_DETECT
+         environment variables override these fields (docs/math.md has the commands).
 Measured (2-core shared CPU): gsm8k,tiny on a 45-problem sample file, 150 SFT + 3 GRPO steps
 of 2 presets: under 4 min wall (tests/lm/test_math_rlvr.py).
 """
@@ -23,7 +31,7 @@ import ml_collections
 DATASETS = ("gsm8k", "math")
 # name -> (checkpoint directory, prompt tokens, completion tokens, mesh shape, mesh axes, rules)
 MODELS = {
-    "tiny": ("tiny", 96, 8, (1,), ("fsdp",), "fsdp"),
+    "tiny": ("tiny", 96, 8, (1,), ("seeds",), "fsdp"),
     "qwen2.5-0.5b": ("checkpoints/Qwen2.5-0.5B-Instruct", 256, 1024, (-1,), ("fsdp",), "fsdp"),
     "qwen2.5-1.5b": ("checkpoints/Qwen2.5-1.5B-Instruct", 256, 1024, (-1,), ("fsdp",), "fsdp"),
     "llama-3.2-1b": ("checkpoints/Llama-3.2-1B-Instruct", 256, 1024, (-1,), ("fsdp",), "fsdp"),
@@ -70,7 +78,12 @@ def get_config(arg: str = "gsm8k,tiny"):
     c.checker_workers = 2
     c.eval_problems = 0  # held-out problems for pass@k (0: the whole test file)
     c.eval_samples = 4 if tiny else 16  # n for pass@k
-    c.mesh_shape = mesh_shape  # devices per axis (-1: the rest); memory_plan only, the run: 1
-    c.mesh_axes = mesh_axes
-    c.rules = rules  # fsdp | fsdp_tensor (rljax.parallel.steps)
+    c.mesh_shape = mesh_shape  # devices per axis (-1: the rest); a fixed shape: the first ones
+    c.mesh_axes = mesh_axes  # seeds (learners) | data | fsdp | tensor, one per mesh_shape entry
+    c.rules = rules  # how a learner's weights split: fsdp | fsdp_tensor (rljax.parallel.steps)
+    c.distributed = ml_collections.ConfigDict()  # processes of a multi-host job (RLJAX_* env wins)
+    c.distributed.coordinator_address = ""  # "host:port" of process 0; "" = one process
+    c.distributed.num_processes = 1
+    c.distributed.process_id = 0  # this process, 0..num_processes-1
+    c.distributed.auto_detect = False  # True: JAX reads them from SLURM / a TPU pod / Open MPI
     return c

@@ -2,24 +2,35 @@
 
     python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny \
         --config.train_path=data/gsm8k/train.jsonl --config.test_path=data/gsm8k/test.jsonl \
-        [--workdir=runs/math_gsm8k]
+        [--workdir=runs/math_gsm8k] [--cpu_devices=N]
 
 Every learner (`config.presets` x `config.num_seeds`) trains in one vmapped, jitted program whose
-rewards come from the math-verify checker (rljax.lm.math_checker) through `jax.pure_callback`.
-Writes metrics.jsonl and results.json (pass@k per learner) into --workdir. Bad input is one
-line (`error: ...`, exit 2; `--debug` for a traceback). docs/math.md has the GPU commands.
+rewards come from the math-verify checker (rljax.lm.math_checker) through `jax.pure_callback`,
+on the mesh `config.mesh_shape` x `config.mesh_axes` (learners over `seeds`, each learner's
+weights over `fsdp` / `tensor`). Several processes (hosts) run this same command, each told who
+it is by `config.distributed.*` or the RLJAX_COORDINATOR_ADDRESS / RLJAX_NUM_PROCESSES /
+RLJAX_PROCESS_ID environment (RLJAX_AUTO_DETECT=1: SLURM, TPU pod slices, Open MPI); process 0
+writes the files. `--cpu_devices=N` gives this process N fake CPU devices (read before jax
+starts). Writes metrics.jsonl and results.json (pass@k per learner) into --workdir. Bad input is
+one line (`error: ...`, exit 2; `--debug` for a traceback). docs/math.md has the GPU commands.
 """
 
 import sys
 
 from rljax import cli, xla_flags
 
-xla_flags.set_flags()
+try:  # the device count must be fixed before jax starts
+    _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=None)
+except ValueError as _e:
+    cli.fail(_e)
+xla_flags.set_flags(num_cpu_devices=_CPU_DEVICES)  # None keeps a count the launcher set
 
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
-from rljax.lm import math_rlvr  # noqa: E402
+from rljax.parallel import distributed  # noqa: E402  (imports nothing that touches a device)
+
+EXAMPLE = "--config=configs/grpo_math.py:gsm8k,tiny"
 
 
 def make_flags(argv: list[str]) -> flags.FlagValues:
@@ -28,14 +39,39 @@ def make_flags(argv: list[str]) -> flags.FlagValues:
         "config", None, "Config file.", lock_config=True, flag_values=fv, sys_argv=argv
     )
     flags.DEFINE_string("workdir", None, "Output directory.", flag_values=fv)
+    flags.DEFINE_integer("cpu_devices", None, "Fake CPU devices of this process.", flag_values=fv)
     flags.DEFINE_boolean("debug", False, "Tracebacks instead of one-line errors.", flag_values=fv)
     return fv
 
 
-def from_config(c, workdir: str | None) -> math_rlvr.MathRunConfig:
-    """The frozen run config of a parsed `configs/grpo_math.py` config."""
+def distributed_config(c) -> distributed.DistributedConfig:
+    """`config.distributed`, overridden by the RLJAX_* environment, validated."""
+    d = c.distributed
+    base = distributed.DistributedConfig(
+        coordinator_address=d.coordinator_address,
+        num_processes=d.num_processes,
+        process_id=d.process_id,
+        auto_detect=d.auto_detect,
+    )
+    config = distributed.from_env(base=base)
+    distributed.validate(config)
+    return config
+
+
+def _math_rlvr():
+    """rljax.lm.math_rlvr, imported only once `jax.distributed` has started: its imports
+    (gymnax) create arrays, after which JAX can no longer join other processes."""
+    from rljax.lm import math_rlvr  # noqa: PLC0415
+
+    return math_rlvr
+
+
+def from_config(c, workdir: str | None, dist: distributed.DistributedConfig):
+    """The frozen run config (`math_rlvr.MathRunConfig`) of a parsed `configs/grpo_math.py`."""
     fields = tuple((k, v) for k, v in c.fields.items() if v)
-    return math_rlvr.MathRunConfig(
+    # "--config.mesh_axes=seeds,fsdp" arrives as ("seeds,fsdp",)
+    axes = tuple(a for entry in c.mesh_axes for a in str(entry).split(","))
+    return _math_rlvr().MathRunConfig(
         train_path=c.train_path,
         test_path=c.test_path,
         workdir=workdir or f"runs/math_{c.layout}",
@@ -64,30 +100,50 @@ def from_config(c, workdir: str | None) -> math_rlvr.MathRunConfig:
         checker_workers=c.checker_workers,
         eval_problems=c.eval_problems,
         eval_samples=c.eval_samples,
+        mesh_shape=tuple(c.mesh_shape),
+        mesh_axes=axes,
+        rules=c.rules,
+        distributed=dist,
     )
 
 
-def parse(argv: list[str]) -> math_rlvr.MathRunConfig:
-    fv = cli.parse_config_flags(argv, make_flags, "--config=configs/grpo_math.py:gsm8k,tiny")
+def _checked(fn, *args):
+    """`fn(*args)`, a bad field's error as one line (`error: ...`, exit 2)."""
     try:
-        run = from_config(fv["config"].value, fv["workdir"].value)
-        math_rlvr.validate(run)
+        return fn(*args)
     except (TypeError, ValueError, AttributeError, KeyError) as e:
         raise cli.ConfigError(cli.one_line(e)) from None
+
+
+def run_config(fv, dist: distributed.DistributedConfig):
+    """The validated run config of parsed flags (imports math_rlvr: after `initialize`)."""
+    run = from_config(fv["config"].value, fv["workdir"].value, dist)
+    _math_rlvr().validate(run)
     return run
 
 
+def parse(argv: list[str]):
+    """Parses and validates a command line; nothing is initialized, built or compiled."""
+    fv = cli.parse_config_flags(argv, make_flags, EXAMPLE)
+    dist = _checked(distributed_config, fv["config"].value)
+    return _checked(run_config, fv, dist)
+
+
 def main(argv: list[str]) -> int:
-    run = parse(argv)
+    fv = cli.parse_config_flags(argv, make_flags, EXAMPLE)
+    dist = _checked(distributed_config, fv["config"].value)
+    distributed.initialize(dist)  # before anything touches a device; one process: nothing
+    run = _checked(run_config, fv, dist)
     try:
-        results = math_rlvr.run(run)
-    except ValueError as e:  # a bad data file: one line with the file and row
+        results = _math_rlvr().run(run)
+    except ValueError as e:  # a bad data file (file and row), or a mesh that does not fit
         raise cli.ConfigError(cli.one_line(e)) from None
     for name, summary in results["learners"].items():
         n = summary["num_samples"]
         print(f"{name}: pass@1 {summary['pass@1']:.3f}, pass@{n} {summary[f'pass@{n}']:.3f}")
     print(f"checker: {results['checker']}")
-    print(f"outputs: {run.workdir}/(metrics.jsonl, results.json)")
+    if results["learners"]:  # process 0
+        print(f"outputs: {run.workdir}/(metrics.jsonl, results.json)")
     return 0
 
 

@@ -14,8 +14,16 @@ checkpoint folder (config.json + safetensors, `rljax.lm.hf`) is read at its own 
 max_len = P + A and its parameters are the base (fine-tuned first only if `sft_steps > 0`).
 `tokenizer` is "bytes" (`math_task.ByteTokenizer`) or a tokenizer.json folder, and
 `chat_template` "plain" (`math_task.PlainTemplate`) or "model" (the tokenizer's chat template);
-the model config takes the tokenizer's stop and pad ids. Everything runs on one device: the
-config's mesh fields are not used here.
+the model config takes the tokenizer's stop and pad ids.
+
+Devices: the run builds the mesh `mesh_shape` x `mesh_axes` (`rljax.parallel.mesh`; a fixed
+shape takes the first devices, -1 the rest). The learners ([A] rows of every state leaf) are
+split over its `seeds` axis, and each learner's parameters and AdamW moments, the base and the
+SFT state over `fsdp` / `tensor` by `rules` (`rljax.parallel.steps`: "fsdp" or "fsdp_tensor");
+the update and the pass@k sampler are jitted with these shardings (`rljax.parallel.lm`). On
+several processes (`distributed`, `rljax.parallel.distributed`, initialized by the entry point
+before anything touches a device) every process runs this same program; the checker's callback
+runs on the first device (process 0), and only process 0 judges pass@k and writes files.
 """
 
 from __future__ import annotations
@@ -30,14 +38,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.agents import grpo
-from rljax.lm import evaluation, math_answers, math_data, math_task, presets, sft
+from rljax.lm import evaluation, math_answers, math_data, math_mesh, math_task, presets, sft
 from rljax.lm.data import SeqBatch
 from rljax.lm.hf import checkpoint
 from rljax.lm.hf import config as hf_config
 from rljax.lm.hf.tokenizer import HFTokenizer
 from rljax.lm.math_checker import Checker
 from rljax.lm.model import TransformerConfig, init_params
-from rljax.lm.sampling import sample
+from rljax.parallel import distributed, sharding, steps
+from rljax.parallel import lm as parallel_lm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +80,10 @@ class MathRunConfig:
     checker_workers: int = 2
     eval_problems: int = 0  # held-out problems for pass@k (0: all)
     eval_samples: int = 4  # n completions per problem; pass@k for k = 1..n
+    mesh_shape: tuple[int, ...] = (1,)  # devices per axis; -1: the rest (all devices)
+    mesh_axes: tuple[str, ...] = ("seeds",)  # seeds (learners) | data | fsdp | tensor
+    rules: str = "fsdp"  # how a learner's weights split: fsdp | fsdp_tensor (math_mesh.RULES)
+    distributed: distributed.DistributedConfig = distributed.DistributedConfig()  # processes
 
 
 def _positive(name: str, value, low: int = 1) -> None:
@@ -159,6 +172,8 @@ def validate(run: MathRunConfig) -> None:
         raise ValueError(f"checker_timeout_s={run.checker_timeout_s!r}; allowed: > 0")
     if not run.temperature > 0 or not run.format_weight >= 0:
         raise ValueError("temperature must be > 0 and format_weight >= 0")
+    math_mesh.check(run.mesh_shape, run.mesh_axes, run.rules, len(run.presets) * run.num_seeds)
+    distributed.validate(run.distributed)
 
 
 def learner_values(run: MathRunConfig) -> list[dict]:
@@ -185,9 +200,10 @@ def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> 
     )
 
 
-def fine_tune(run: MathRunConfig, model, problems, tok, template, key, base=None):
+def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, base=None):
     """`sft_steps` AdamW steps of next-token loss on `#### <answer>` completions, from `base`
-    (a checkpoint's parameters) or from a random initialization."""
+    (a checkpoint's parameters) or from a random initialization; the parameters and moments
+    are split on `mesh` by `rules`, the batch replicated."""
     cfg = sft.SFTConfig(
         steps=max(run.sft_steps, 1),
         batch_size=min(64, len(problems)),
@@ -196,13 +212,20 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, base=None
         seed=run.seed,
     )
     if base is None:
-        state = sft.init(cfg, model, key)
+        start, arg = (lambda k: sft.init(cfg, model, k)), key
     else:
-        state = sft.SFTState(base, sft.make_optimizer(cfg).init(base), jnp.zeros((), jnp.int32))
+        opt = sft.make_optimizer(cfg)
+        start, arg = (lambda p: sft.SFTState(p, opt.init(p), jnp.zeros((), jnp.int32))), base
+    rules = math_mesh.RULES[run.rules]
+    state_sh = sharding.tree_shardings(mesh, jax.eval_shape(start, arg), rules)
+    state = jax.jit(start, out_shardings=state_sh)(arg)
     batch = SeqBatch(
         *math_task.encode_sft(problems, tok, template, run.prompt_length, run.completion_length)
     )
-    step = jax.jit(lambda s, b: sft.update(s, b, cfg=cfg, model_cfg=model))
+    step, _, _ = steps.jit_step(
+        lambda s, b: sft.update(s, b, cfg=cfg, model_cfg=model), mesh, state, batch,
+        state_rules=rules, batch_rules=sharding.REPLICATED,
+    )  # fmt: skip
     rng = np.random.default_rng(run.seed)
     for _ in range(run.sft_steps):
         rows = rng.choice(len(problems), cfg.batch_size, replace=False)
@@ -210,16 +233,20 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, base=None
     return state.params
 
 
-def pass_at_k(run, config, table, problems, params, checker, tok, key):
-    """`[N, n]` correctness of `eval_samples` completions per held-out problem, and the texts."""
+def pass_at_k(run, sampler, states, i, table, problems, checker, tok, key):
+    """`[N, n]` correctness of `eval_samples` completions per held-out problem by learner `i`
+    of `states`, and the texts (sampled on every process; judged on process 0, else None).
+    `sampler` is `parallel_lm.jit_learner_sample`'s `(sample, rows)`."""
     n = run.eval_samples
     rows = np.repeat(np.arange(len(problems)), n)
-    out = jax.jit(
-        lambda p, t, m, k: sample(
-            p, config.model, t, m, k, max_new_tokens=run.completion_length,
-            temperature=run.temperature,
-        )
-    )(params, table.prompt_tokens[rows], table.prompt_mask[rows], key)  # fmt: skip
+    sample, row_sharding = sampler
+    prompts = [
+        jax.make_array_from_callback(x.shape, row_sharding, lambda idx, x=x: x[idx])
+        for x in (table.prompt_tokens[rows], table.prompt_mask[rows])
+    ]
+    out = sample(states.params, np.int32(i), *prompts, key)
+    if jax.process_index() != 0:
+        return None, None
     decoded = [tok.decode(r) for r in np.asarray(out.tokens)]
     refs = [problems[i].answer for i in rows]
     correct, _ = math_task.judge(checker, refs, [t for t, _ in decoded], run.answer_modes)
@@ -258,21 +285,35 @@ def model_config(run: MathRunConfig, tok) -> TransformerConfig:
     return model
 
 
-def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, template, key):
-    """The policy RL starts from: the checkpoint's or a random one, fine-tuned if sft_steps."""
+def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, template, key, mesh=None):
+    """The policy RL starts from, split on `mesh` by `rules`: the checkpoint's or a random one,
+    fine-tuned if sft_steps (`mesh` default: the run's)."""
+    if mesh is None:
+        mesh = math_mesh.make(run.mesh_shape, run.mesh_axes, 1, run.distributed)
+    rules = math_mesh.RULES[run.rules]
     base = None
     if run.model != "tiny":
-        base, loaded = checkpoint.load(run.model, max_len=model.max_len, dtype=model.dtype)
+        base, loaded = checkpoint.load(
+            run.model, mesh=mesh, rules=rules, max_len=model.max_len, dtype=model.dtype
+        )
         if dataclasses.replace(loaded, eos_ids=model.eos_ids, pad_id=model.pad_id) != model:
             raise ValueError(f"model={run.model!r} does not describe {model}")
     if run.sft_steps:
-        return fine_tune(run, model, train, tok, template, key, base)
-    return init_params(model, key) if base is None else base
+        return fine_tune(run, model, train, tok, template, key, mesh, base)
+    if base is not None:
+        return base
+    init = lambda k: init_params(model, k)  # noqa: E731
+    return jax.jit(
+        init, out_shardings=sharding.tree_shardings(mesh, jax.eval_shape(init, key), rules)
+    )(key)
 
 
 def run(run: MathRunConfig) -> dict:
-    """Trains and evaluates; returns the results written to `<workdir>/results.json`."""
+    """Trains and evaluates; returns the results written to `<workdir>/results.json` (on
+    process 0; the other processes return the same dict without learners' pass@k)."""
     validate(run)
+    values = learner_values(run)
+    mesh = math_mesh.make(run.mesh_shape, run.mesh_axes, len(values), run.distributed)
     fields = math_data.fields_for(run.layout, **dict(run.fields))
     train, test = math_data.load_splits(run.train_path, run.test_path, fields)
     test = test[: run.eval_problems] if run.eval_problems else test
@@ -280,9 +321,26 @@ def run(run: MathRunConfig) -> dict:
     model = model_config(run, tok)
     train_table = math_task.make_table(train, tok, template, run.prompt_length)
     test_table = math_task.make_table(test, tok, template, run.prompt_length)
-    key_model, key_learners, key_eval = jax.random.split(jax.random.PRNGKey(run.seed), 3)
-    base = base_params(run, model, train, tok, template, key_model)
-    values = learner_values(run)
+    keys = np.asarray(jax.random.split(jax.random.PRNGKey(run.seed), 3))
+    key_model, key_learners, key_eval = keys
+    hparams = jax.tree.map(
+        lambda *x: np.stack([np.asarray(v) for v in x]),
+        *[grpo.make_hparams(presets.hparam_values(v)) for v in values],
+    )
+    learner_keys = np.asarray(jax.random.split(key_learners, len(values)))
+    shapes = grpo.TaskData(
+        jax.eval_shape(lambda k: init_params(model, k), key_model), train_table, test_table
+    )
+    # Every sharding is checked on shapes here, before the base is loaded or anything compiles.
+    config = agent_config(run, values, model, _never_called)
+    try:
+        parallel_lm.jit_population(
+            mesh, config, shapes, learner_keys, hparams, rules=math_mesh.RULES[run.rules]
+        )
+    except ValueError as e:
+        raise ValueError(f"rules={run.rules!r} on mesh {dict(mesh.shape)}: {e}") from None
+    base = base_params(run, model, train, tok, template, key_model, mesh)
+    main = jax.process_index() == 0
     os.makedirs(run.workdir, exist_ok=True)
     with Checker(timeout_s=run.checker_timeout_s, num_workers=run.checker_workers) as checker:
         scorer = math_task.math_scorer(
@@ -290,31 +348,41 @@ def run(run: MathRunConfig) -> dict:
         )
         config = agent_config(run, values, model, scorer)
         grpo.validate(config)
-        data = grpo.TaskData(base, jax.tree.map(jnp.asarray, train_table), test_table)
-        hparams = jax.tree.map(
-            lambda *x: jnp.stack(x),
-            *[grpo.make_hparams(presets.hparam_values(v)) for v in values],
+        init, update, state_sh, data_sh = parallel_lm.jit_population(
+            mesh, config, shapes, learner_keys, hparams, rules=math_mesh.RULES[run.rules]
         )
-        keys = jax.random.split(key_learners, len(values))
-        states = jax.vmap(lambda k, h: grpo.init(config, data, k, h))(keys, hparams)
-        update = jax.jit(jax.vmap(lambda s: grpo.update(config, data, s)))
+        data = jax.device_put(grpo.TaskData(base, train_table, test_table), data_sh)
+        states = init(learner_keys, hparams, data)
         names = [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
-        with open(os.path.join(run.workdir, "metrics.jsonl"), "w") as f:
-            for step in range(run.steps):
-                states, metrics = update(states)
-                metrics = jax.device_get(metrics)
-                for i, name in enumerate(names):
-                    row = {k: float(v[i]) for k, v in metrics.items()}
-                    f.write(json.dumps({"step": step + 1, "learner": name, **row}) + "\n")
-        results = {"config": dataclasses.asdict(run), "learners": {}}
+        rows = []
+        for step in range(run.steps):
+            states, metrics = update(states, data)
+            metrics = jax.device_get(metrics)  # replicated: every process reads them
+            for i, name in enumerate(names):
+                row = {k: float(v[i]) for k, v in metrics.items()}
+                rows.append({"step": step + 1, "learner": name, **row})
+        if main:
+            with open(os.path.join(run.workdir, "metrics.jsonl"), "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in rows)
+        sampler = parallel_lm.jit_learner_sample(
+            mesh, state_sh.params, model_cfg=config.model, max_new_tokens=run.completion_length,
+            num_rows=len(test) * run.eval_samples, temperature=run.temperature,
+        )  # fmt: skip
+        results = {"config": dataclasses.asdict(run), "mesh": dict(mesh.shape), "learners": {}}
+        levels = np.asarray([p.level for p in test])
         for i, name in enumerate(names):
-            params = jax.tree.map(lambda x, i=i: x[i], states.params)
             correct, texts = pass_at_k(
-                run, config, test_table, test, params, checker, tok, key_eval
+                run, sampler, states, i, test_table, test, checker, tok, key_eval
             )
-            levels = np.asarray([p.level for p in test])
-            results["learners"][name] = evaluation.summarize(correct, texts, levels)
+            if main:
+                results["learners"][name] = evaluation.summarize(correct, texts, levels)
         results["checker"] = dict(checker.stats)
-    with open(os.path.join(run.workdir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    if main:
+        with open(os.path.join(run.workdir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
     return results
+
+
+def _never_called(tokens, problem):
+    """Stands in for the checker while the shardings are checked on shapes (nothing runs)."""
+    raise AssertionError("the shardings are checked on shapes; the step never runs")

@@ -8,7 +8,7 @@ anything touches a JAX device. See docs/scaling.md.
   sharding      (pattern, spec) rules -> NamedSharding (the one place)
   population    rules for RL populations (seeds, environments, replay)
   steps         jit_step with explicit in/out shardings; transformer FSDP / tensor rules
-  lm            the RLVR update and the sampler on a mesh
+  lm            the RLVR update and the sampler on a mesh; populations of sharded learners
   distributed   jax.distributed from config or RLJAX_* env; process-local -> global arrays
   launch        N local processes of one command
 """

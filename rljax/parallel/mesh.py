@@ -34,8 +34,9 @@ class MeshConfig:
     axes: tuple[str, ...] = ("seeds",)  # names from AXIS_NAMES, one per entry of shape
 
 
-def resolve_shape(config: MeshConfig, num_devices: int) -> tuple[int, ...]:
-    """The concrete mesh shape for ``num_devices``; a ``ValueError`` names the bad field."""
+def validate(config: MeshConfig) -> None:
+    """Checks names and shape entries without knowing the devices; a ``ValueError`` names the
+    bad field, its value and what is allowed."""
     shape, axes = tuple(config.shape), tuple(config.axes)
     if len(shape) != len(axes) or not axes:
         raise ValueError(
@@ -48,6 +49,12 @@ def resolve_shape(config: MeshConfig, num_devices: int) -> tuple[int, ...]:
         raise ValueError(f"mesh.axes={axes!r} repeats a name; allowed: distinct names")
     if any((not isinstance(s, int)) or (s < 1 and s != -1) for s in shape) or shape.count(-1) > 1:
         raise ValueError(f"mesh.shape={shape!r} is invalid; allowed: integers >= 1, at most one -1")
+
+
+def resolve_shape(config: MeshConfig, num_devices: int) -> tuple[int, ...]:
+    """The concrete mesh shape for ``num_devices``; a ``ValueError`` names the bad field."""
+    validate(config)
+    shape = tuple(config.shape)
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if num_devices % known:
@@ -78,6 +85,33 @@ def make_mesh(config: MeshConfig, devices: list | None = None) -> jax.sharding.M
     shape = resolve_shape(config, len(devices))
     axis_types = (jax.sharding.AxisType.Auto,) * len(shape)
     return jax.make_mesh(shape, tuple(config.axes), axis_types=axis_types, devices=devices)
+
+
+def devices_for(config: MeshConfig, devices: list | None = None) -> list:
+    """The devices a mesh of ``config`` takes from ``devices`` (default: ``jax.devices()``).
+
+    With a ``-1`` axis, all of them; with a fixed shape, the first ``prod(shape)`` (a
+    one-device mesh on a host of eight). On several processes every process runs the same
+    program, so the mesh must span all the devices.
+
+    Raises:
+      ValueError: naming ``mesh.shape``, if it needs more devices than there are, or fewer than
+        all on several processes.
+    """
+    validate(config)
+    devices = list(jax.devices()) if devices is None else list(devices)
+    if -1 in config.shape:
+        return devices
+    need = math.prod(config.shape)
+    processes = len({d.process_index for d in devices})
+    if need > len(devices) or (processes > 1 and need != len(devices)):
+        allowed = "a product of" if processes > 1 else "a product of at most"
+        raise ValueError(
+            f"mesh.shape={tuple(config.shape)!r} needs {need} devices but {len(devices)} are "
+            f"available on {processes} process(es); allowed: {allowed} {len(devices)} (or -1 "
+            "for one axis)"
+        )
+    return devices[:need]
 
 
 def axis_size(mesh: jax.sharding.Mesh, axes) -> int:

@@ -1,0 +1,137 @@
+"""Math RLVR on a mesh: the mesh / rules / distributed fields refused before anything compiles,
+the population's shardings, and a run split over 8 fake CPU devices (learners over `seeds`, each
+learner's weights over `fsdp`) equal to the one-device run."""
+
+import dataclasses
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec
+from test_math_rlvr import sample_files  # the GSM8K-layout sample files, written the same way
+
+from rljax.lm import math_mesh, math_rlvr
+from rljax.parallel import distributed, steps
+from rljax.parallel import lm as parallel_lm
+from rljax.parallel import mesh as mesh_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BASE = math_rlvr.MathRunConfig("none.jsonl", "none.jsonl", "unused")
+
+
+def test_validate_refuses_bad_mesh_fields_before_loading():
+    for change, message in [
+        (dict(mesh_axes=("learners",)), "mesh.axes has 'learners'; allowed: seeds, data"),
+        (dict(mesh_shape=(2, 2)), r"mesh_shape / mesh_axes: mesh.shape=\(2, 2\) and mesh.axes"),
+        (dict(mesh_shape=(-1, -1), mesh_axes=("seeds", "fsdp")), "at most one -1"),
+        (dict(rules="zero3"), "rules='zero3' is unknown; allowed: fsdp, fsdp_tensor"),
+        (
+            dict(mesh_shape=(4,), presets=("grpo", "dr_grpo"), num_seeds=3),
+            r"puts 4 devices on 'seeds', which does not divide the population of 6 learners",
+        ),
+        (
+            dict(distributed=distributed.DistributedConfig("h:1", 2, 2)),
+            "distributed.process_id=2 is invalid; allowed: 0..1",
+        ),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            math_rlvr.validate(dataclasses.replace(BASE, **change))
+
+
+def test_make_checks_the_devices_and_processes():
+    one = math_mesh.make((1,), ("seeds",), 3, distributed.DistributedConfig())
+    assert dict(one.shape) == {"seeds": 1} and list(one.devices.flat) == jax.devices()[:1]
+    full = math_mesh.make((-1, 2), ("seeds", "fsdp"), 4, distributed.DistributedConfig())
+    assert dict(full.shape) == {"seeds": 4, "fsdp": 2}
+    for args, message in [
+        (((16,), ("fsdp",), 1), r"mesh.shape=\(16,\) needs 16 devices but 8 are available"),
+        (((-1,), ("seeds",), 2), "puts 8 devices on 'seeds', which does not divide the"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            math_mesh.make(*args, distributed.DistributedConfig())
+    with pytest.raises(ValueError, match="num_processes=2 but JAX runs 1 process"):
+        math_mesh.make((1,), ("seeds",), 1, distributed.DistributedConfig("h:1", 2, 0))
+
+
+def test_population_shardings_put_learners_on_seeds_and_weights_on_fsdp():
+    mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((2, 4), ("seeds", "fsdp")))
+    tree = {
+        "params": {"mlp_in": {"kernel": jax.ShapeDtypeStruct((4, 6, 8), np.float32)}},
+        "step": jax.ShapeDtypeStruct((4,), np.int32),
+    }
+    got = parallel_lm.population_shardings(mesh, tree, steps.LM_FSDP)
+    assert got["params"]["mlp_in"]["kernel"].spec == PartitionSpec("seeds", None, "fsdp")
+    assert got["step"].spec == PartitionSpec("seeds")
+    odd = jax.tree.map(lambda x: jax.ShapeDtypeStruct((3, *x.shape[1:]), x.dtype), tree)
+    with pytest.raises(ValueError, match="population of 3 learners cannot be split over"):
+        parallel_lm.population_shardings(mesh, odd, steps.LM_FSDP)
+    fsdp_only = mesh_lib.make_mesh(mesh_lib.MeshConfig((8,), ("fsdp",)))
+    got = parallel_lm.population_shardings(fsdp_only, tree, steps.LM_FSDP)
+    assert got["params"]["mlp_in"]["kernel"].spec == PartitionSpec(None, None, "fsdp")
+
+
+def test_entry_point_reads_the_mesh_and_the_rljax_environment(load_entry, monkeypatch):
+    from rljax import cli
+
+    entry = load_entry("experiments/train_math.py")
+    monkeypatch.chdir(ROOT)
+    argv = ["train_math.py", "--config=configs/grpo_math.py:gsm8k,tiny"]
+    argv += ["--config.mesh_shape=2,-1", "--config.mesh_axes=seeds,fsdp", "--config.num_seeds=2"]
+    run = entry.parse(argv)
+    assert (run.mesh_shape, run.mesh_axes, run.rules) == ((2, -1), ("seeds", "fsdp"), "fsdp")
+    assert run.distributed == distributed.DistributedConfig()
+    monkeypatch.setenv(distributed.ENV_COORDINATOR, "10.0.0.1:1234")
+    monkeypatch.setenv(distributed.ENV_NUM_PROCESSES, "4")
+    monkeypatch.setenv(distributed.ENV_PROCESS_ID, "3")
+    dist = entry.parse(argv + ["--config.distributed.num_processes=2"]).distributed
+    assert (dist.coordinator_address, dist.num_processes, dist.process_id) == (
+        "10.0.0.1:1234",
+        4,
+        3,
+    )
+    monkeypatch.setenv(distributed.ENV_PROCESS_ID, "4")
+    with pytest.raises(cli.ConfigError, match="process_id=4 is invalid; allowed: 0..3"):
+        entry.parse(argv)
+    monkeypatch.delenv(distributed.ENV_PROCESS_ID)
+    monkeypatch.delenv(distributed.ENV_NUM_PROCESSES)
+    monkeypatch.delenv(distributed.ENV_COORDINATOR)
+    with pytest.raises(cli.ConfigError, match="does not divide the population of 3 learners"):
+        entry.parse(argv[:2] + ["--config.mesh_shape=2,4", "--config.mesh_axes=seeds,fsdp",
+                                "--config.num_seeds=3"])  # fmt: skip
+
+
+def _rows(workdir):
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_sharded_run_equals_the_one_device_run(tmp_path):
+    train, test = sample_files(tmp_path)
+    one = math_rlvr.MathRunConfig(
+        train_path=train, test_path=test, workdir=str(tmp_path / "one"), prompt_length=64,
+        completion_length=8, prompts_per_step=2, group_size=4, steps=2, presets=("grpo",),
+        num_seeds=2, sft_steps=30, format_weight=0.5, eval_problems=4, eval_samples=2,
+        checker_workers=1,
+    )  # fmt: skip
+    sharded = dataclasses.replace(
+        one, workdir=str(tmp_path / "sharded"), mesh_shape=(2, 4), mesh_axes=("seeds", "fsdp")
+    )
+    want, got = math_rlvr.run(one), math_rlvr.run(sharded)
+    assert (want["mesh"], got["mesh"]) == ({"seeds": 1}, {"seeds": 2, "fsdp": 4})
+    want_rows, got_rows = _rows(one.workdir), _rows(sharded.workdir)
+    assert len(want_rows) == len(got_rows) == 2 * 2
+    # The fine-tuned base finishes some answers: the rewards are not all zero, and the learners'
+    # samples (hence rewards) are the same on 8 devices as on one.
+    assert max(r["reward/mean"] for r in want_rows) > 0
+    for w, g in zip(want_rows, got_rows, strict=True):
+        assert (w["step"], w["learner"]) == (g["step"], g["learner"])
+        for key in ("reward/mean", "correct/mean"):
+            assert w[key] == g[key], (key, w, g)
+        for key in set(w) - {"learner"}:  # float floor; Adam's first step is lr * sign(g)
+            np.testing.assert_allclose(g[key], w[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    assert got["learners"] == want["learners"]  # pass@k of every learner, texts included
+    assert got["checker"]["checked"] == want["checker"]["checked"] > 0
