@@ -354,16 +354,15 @@ def run(run: MathRunConfig) -> dict:
         data = jax.device_put(grpo.TaskData(base, train_table, test_table), data_sh)
         states = init(learner_keys, hparams, data)
         names = [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
-        rows = []
-        for step in range(run.steps):
-            states, metrics = update(states, data)
-            metrics = jax.device_get(metrics)  # replicated: every process reads them
-            for i, name in enumerate(names):
-                row = {k: float(v[i]) for k, v in metrics.items()}
-                rows.append({"step": step + 1, "learner": name, **row})
-        if main:
-            with open(os.path.join(run.workdir, "metrics.jsonl"), "w") as f:
-                f.writelines(json.dumps(r) + "\n" for r in rows)
+        path = os.path.join(run.workdir, "metrics.jsonl")
+        with open(path if main else os.devnull, "w") as f:  # rows as they come, process 0
+            for step in range(run.steps):
+                states, metrics = update(states, data)
+                metrics = jax.device_get(metrics)  # replicated: every process reads them
+                for i, name in enumerate(names):
+                    row = {k: float(v[i]) for k, v in metrics.items()}
+                    f.write(json.dumps({"step": step + 1, "learner": name, **row}) + "\n")
+                f.flush()
         sampler = parallel_lm.jit_learner_sample(
             mesh, state_sh.params, model_cfg=config.model, max_new_tokens=run.completion_length,
             num_rows=len(test) * run.eval_samples, temperature=run.temperature,
