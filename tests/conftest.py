@@ -36,31 +36,35 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 import pytest  # noqa: E402
 
 # The slow tier's longest modules, longest first (seconds per module on the 2-core AMD EPYC,
-# 2026-11-27, from a timed slow-tier run at 35b251a and its single-test modules timed alone).
-# xdist's `--dist loadfile` hands out whole modules; by default it starts those with the most
-# tests first, which leaves the single-test 2-4 minute reproductions for the end, where one of
-# them runs while the other worker idles. Starting the longest first (the classic
-# longest-processing-time rule) ends the tier on short modules. The order changes no test.
+# from a timed cold-cache slow-tier run at d7e3c28, 2026-11-27, and the modules changed since
+# timed alone, 2026-11-28). xdist's `--dist loadfile` hands out whole modules; by default it
+# starts those with the most tests first, which leaves the single-test 2-4 minute reproductions
+# for the end, where one of them runs while the other worker idles. Starting the longest first
+# (the classic longest-processing-time rule) ends the tier on short modules. The order changes
+# no test.
 SLOW_LONGEST_FIRST = (
-    "tests/experiments/test_lm_reproductions.py",  # ~450-900 (8 reproductions' --quick)
-    "tests/train/test_lm_experiment.py",  # ~430
-    "tests/experiments/test_staleness_scalerl.py",  # ~340
-    "tests/experiments/test_in_context_rl.py",  # ~230
-    "tests/experiments/test_compose_backtracking.py",  # ~190
-    "tests/experiments/test_ablate_effective_horizon.py",  # ~180
-    "tests/experiments/test_echo_chamber.py",  # ~170
-    "tests/agents/test_ppo_rnn.py",  # ~130
-    "tests/experiments/test_offline_data_quality.py",  # ~120
-    "tests/lm/test_math_sharded.py",  # ~120 (90 s CPU; 310 s wall at nice 15 under load, 11-28)
-    "tests/lm/test_math_rlvr.py",  # ~120
-    "tests/notebooks/test_continuous_control_tour_notebook.py",  # ~120
-    "tests/agents/test_offpolicy_learning.py",  # ~115
-    "tests/lm/test_pretrained_notebook.py",  # ~115
-    "tests/experiments/test_stitching.py",  # ~110
-    "tests/train/test_lm_lora.py",  # ~110
-    "tests/test_train_entry.py",  # ~105
-    "tests/lm/test_math_pretrained.py",  # ~100
-    "tests/lm/test_curriculum.py",  # ~90
+    "tests/experiments/test_lm_reproductions.py",  # ~745 (8 reproductions' --quick)
+    "tests/train/test_lm_experiment.py",  # ~300
+    "tests/lm/test_curriculum.py",  # ~220
+    "tests/experiments/test_compose_backtracking.py",  # ~170
+    "tests/agents/test_offpolicy.py",  # ~170
+    "tests/experiments/test_ablate_effective_horizon.py",  # ~165
+    "tests/train/test_lm_lora.py",  # ~160
+    "tests/agents/test_contract.py",  # ~160
+    "tests/agents/test_ppo_rnn.py",  # ~160
+    "tests/experiments/test_echo_chamber.py",  # ~160
+    "tests/experiments/test_staleness_scalerl.py",  # ~145
+    "tests/agents/test_grpo.py",  # ~140
+    "tests/experiments/test_offline_data_quality.py",  # ~135
+    "tests/notebooks/test_continuous_control_tour_notebook.py",  # ~130
+    "tests/lm/test_pretrained_notebook.py",  # ~125
+    "tests/lm/test_math_sharded.py",  # ~120
+    "tests/agents/test_offpolicy_learning.py",  # ~110
+    "tests/parallel/test_parallel_lm.py",  # ~110
+    "tests/lm/test_lm_model.py",  # ~105
+    "tests/lm/test_hf_bpe_entry.py",  # ~105
+    "tests/agents/test_dqn.py",  # ~100
+    "tests/agents/test_dqn_notebook.py",  # ~95
 )
 
 

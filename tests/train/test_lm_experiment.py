@@ -138,7 +138,7 @@ def test_nan_in_one_learner_stops_the_run_naming_it(tmp):
         ({"sweep.aggregation": "token_mean,mean"}, "rl.aggregation='mean' is unknown"),
         ({"sweep.eps_high": "0.2,x"}, "sweep.eps_high='0.2,x' is not a comma-separated list"),
         ({"rl.eps_low": -0.1}, "rl.eps_low=-0.1 is invalid"),
-        ({"run.steps": 5}, "chunk_steps=10 does not divide steps=5"),
+        ({"run.steps": 7}, "chunk_steps=5 does not divide steps=7"),
         ({"num_seeds": 0}, "num_seeds=0 is invalid"),
         ({"run.group_size": 1}, "group_size=1 is invalid"),
         ({"run.prompts_per_step": 3}, "prompts_per_step=3 is not divisible"),
