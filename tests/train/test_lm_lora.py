@@ -9,6 +9,7 @@ ask XLA for 2 fake CPU devices before jax starts."""
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -123,7 +124,9 @@ def _compare(tmp) -> dict:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_lora_population_member_equals_the_learner_alone_unsharded_and_sharded(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    # 2 fake devices; the tier's other flags (tests/conftest.py) kept.
+    flags = re.sub(r"device_count=\d+", "device_count=2", os.environ["XLA_FLAGS"])
+    env = {**os.environ, "XLA_FLAGS": flags}
     done = subprocess.run(
         [sys.executable, __file__, str(tmp_path)], capture_output=True, text=True, env=env,
         timeout=880,
