@@ -30,8 +30,11 @@ verifier (on the k examples); post-saturation generalization: the quick held-out
 from the first evaluation after training accuracy (mean over 10 updates) reaches 0.9 to the end
 of training, over the learners that saturate.
 
-Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT base cached: default 7.4 min
-wall, 732 s CPU (all threads; tests running alongside); --quick ~80 s CPU (three compiles).
+Measured on the shared 2-core CPU (AMD EPYC, jax 0.10.2, load average ~6, nice 15), SFT base
+cached, 2026-11-28 at a4d36fe: default 45 min 26 s wall, 1061 s CPU (all threads; selection
+run 406 s wall / 129 s CPU, the π1 population 1403 s / 464 s); --quick: its test 168 s under
+load (five compiles; 68 s with the earlier design's three). The earlier design (the split's
+first problem, three populations) took 7.4 min wall on an idle Intel Xeon.
 Writes results.md, results.json, test_accuracy.png and train_accuracy.png.
 """
 
