@@ -14,15 +14,18 @@ SIDE = 4
 
 
 def _bfs_distance(goal: int, side: int) -> dict:
-    """Steps to ``goal`` from every cell, by breadth-first search over ``darkroom.step``."""
+    """Steps to ``goal`` from every cell, by breadth-first search over the four moves (written
+    here in plain Python, independently of ``darkroom.step``)."""
     dist, queue = {goal: 0}, collections.deque([goal])
     while queue:
         c = queue.popleft()
-        for a in range(darkroom.NUM_ACTIONS):  # moves are symmetric: predecessors = successors
-            n = int(darkroom.step(jnp.asarray(c), jnp.asarray(a), side))
-            if n not in dist:
-                dist[n] = dist[c] + 1
-                queue.append(n)
+        row, col = divmod(c, side)
+        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            if 0 <= row + dr < side and 0 <= col + dc < side:
+                n = (row + dr) * side + col + dc
+                if n not in dist:
+                    dist[n] = dist[c] + 1
+                    queue.append(n)
     return dist
 
 
@@ -38,18 +41,16 @@ def test_step_moves_and_walls_by_hand():
 
 
 def test_labels_are_optimal_against_bfs():
-    cells = jnp.arange(SIDE * SIDE)
-    for goal in range(SIDE * SIDE):
-        dist = _bfs_distance(goal, SIDE)
-        g = jnp.full_like(cells, goal)
-        np.testing.assert_array_equal(
-            darkroom.distance(cells, g, SIDE), [dist[c] for c in range(16)]
-        )
-        a = darkroom.optimal_action(cells, g, SIDE)
-        nxt = darkroom.step(cells, a, SIDE)
-        for c in range(SIDE * SIDE):
-            assert dist[int(nxt[c])] == max(dist[c] - 1, 0), (goal, c)
-        assert int(a[goal]) == 0  # stay on the goal
+    n = SIDE * SIDE
+    cells, goals = (x.ravel() for x in jnp.meshgrid(jnp.arange(n), jnp.arange(n)))
+    a = darkroom.optimal_action(cells, goals, SIDE)
+    d0 = np.asarray(darkroom.distance(cells, goals, SIDE))
+    d1 = np.asarray(darkroom.distance(darkroom.step(cells, a, SIDE), goals, SIDE))
+    bfs = {g: _bfs_distance(g, SIDE) for g in range(n)}
+    want = np.asarray([bfs[int(g)][int(c)] for c, g in zip(cells, goals, strict=True)])
+    np.testing.assert_array_equal(d0, want)
+    np.testing.assert_array_equal(d1, np.maximum(want - 1, 0))  # one step closer, or stays
+    np.testing.assert_array_equal(np.asarray(a)[np.asarray(cells == goals)], 0)  # stay on it
     # the tie-break: column first (right), then row (down)
     assert int(darkroom.optimal_action(jnp.asarray(0), jnp.asarray(5), SIDE)) == 4
     assert int(darkroom.optimal_action(jnp.asarray(1), jnp.asarray(5), SIDE)) == 2
@@ -105,6 +106,7 @@ def test_tokens_layout_and_split():
     np.testing.assert_allclose(
         tok[0, 2], [0, 0, third, third, 0, 0, 1, 0, 0, 1, 2 * third, third, 0], rtol=1e-6
     )
-    train, held = darkroom.split_goals(jax.random.PRNGKey(0), SIDE, 3)
-    assert held.shape == (3,) and train.shape == (13,)
-    assert sorted(np.concatenate([train, held]).tolist()) == list(range(16))
+    for seed in range(3):  # a partition: no held-out goal is a pretraining goal
+        train, held = darkroom.split_goals(jax.random.PRNGKey(seed), SIDE, 3)
+        assert held.shape == (3,) and train.shape == (13,)
+        assert sorted(np.concatenate([train, held]).tolist()) == list(range(16))
