@@ -65,6 +65,8 @@ def _resolve(raw, path: list, where: str) -> dict:
             return {"value": node["diff"], "ci": node["diff_ci"]}
         if "mean" in node:
             return {"value": node["mean"], "ci": node.get("mean_ci")}
+        if "estimate" in node:  # a checked claim: {"status", "estimate", "ci"}
+            return {"value": node["estimate"], "ci": node.get("ci")}
         raise ValueError(f"{where}: {path} is neither a comparison nor a summary")
     return {"value": node}
 
