@@ -65,6 +65,8 @@ def _resolve(raw, path: list, where: str) -> dict:
             return {"value": node["diff"], "ci": node["diff_ci"]}
         if "mean" in node:
             return {"value": node["mean"], "ci": node.get("mean_ci")}
+        if "estimate" in node:  # a checked claim: {"status", "estimate", "ci"}
+            return {"value": node["estimate"], "ci": node.get("ci")}
         raise ValueError(f"{where}: {path} is neither a comparison nor a summary")
     return {"value": node}
 
@@ -95,10 +97,12 @@ def _when(seed_set: dict) -> str:
     return f"{seed_set['date']}, `{seed_set['commit']}`, {seed_set['machine']}"
 
 
-def readme_table(cards: dict, page_dir: str = "") -> str:
+def readme_table(cards: dict, page_dir: str = "", machine: bool = False) -> str:
     """One row per benchmark and study: headline figures per seed set, verdict, provenance.
 
-    Links are written relative to ``page_dir`` (the folder of the page the table goes into)."""
+    Links are written relative to ``page_dir`` (the folder of the page the table goes into);
+    provenance is date and commit, with the machine where ``machine`` (the README leaves it to
+    each study's page)."""
     lines = [
         "| what | headline figure (95% CI over seeds) | verdict | measured |",
         "|---|---|---|---|",
@@ -110,8 +114,9 @@ def readme_table(cards: dict, page_dir: str = "") -> str:
                      if name in s["figures"]]  # fmt: skip
             prefix = f"{_label(s)}: " if len(card["seed_sets"]) > 1 else ""
             figs.append(prefix + "; ".join(parts))
-            if _when(s) not in whens:
-                whens.append(_when(s))
+            when = _when(s) if machine else f"{s['date']}, `{s['commit']}`"
+            if when not in whens:
+                whens.append(when)
         link = f"[{card['short']}]({_relative(card['doc'], page_dir)})"
         verdict = card["verdict"]
         lines.append(f"| {link} | {'<br>'.join(figs)} | {verdict} | {'<br>'.join(whens)} |")
@@ -201,7 +206,9 @@ def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]
         "docs/reproductions.md": {"summary": summary_table(cards, "reproduction")},
         "docs/benchmarks.md": {
             "summary": readme_table(
-                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"}, "docs"
+                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"},
+                "docs",
+                machine=True,
             )
         },  # fmt: skip
     }

@@ -41,16 +41,59 @@ def test_every_study_has_a_card_and_each_card_a_table():
                     assert low <= fig["value"] <= high, (card["study"], fig)
 
 
-def test_a_kept_results_json_gives_the_card_its_verdict():
+def _kept_results(study: str, seed_set: dict):
+    """The results file a seed set was run into, if it is kept; else None."""
+    path = os.path.join(ROOT, "results", study, seed_set.get("results", "results.json"))
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_a_kept_results_json_gives_its_seed_set_its_verdict():
     mt = _make_tables()
     kept = 0
     for study, card in mt.load_cards().items():
-        path = os.path.join(ROOT, "results", study, "results.json")
-        if os.path.isfile(path):
-            with open(path) as f:
-                assert card["verdict"] == json.load(f)["verdict"], study
-            kept += 1
+        if card.get("kind") == "benchmark":  # one row per set; results.json has the overall verdict
+            raw = _kept_results(study, {})
+            assert raw is None or card["verdict"] == raw["verdict"], study
+            continue
+        for seed_set in card["seed_sets"]:
+            raw = _kept_results(study, seed_set)
+            if raw is not None:
+                assert seed_set["verdict"] == raw["verdict"], (study, seed_set["seeds"])
+                kept += 1
+        if len(card["seed_sets"]) == 1:
+            assert card["verdict"] == card["seed_sets"][0]["verdict"], study
     assert kept >= 1
+
+
+def test_two_kept_seed_sets_give_the_card_their_combined_verdict():
+    """Where every seed set's results file lists its claims, the card's verdict is
+    _verdicts.overall of each claim's _verdicts.across over the sets (a claim holds only if it
+    holds on every set)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "experiments"))
+    import _verdicts
+
+    checked = 0
+    for study, card in _make_tables().load_cards().items():
+        if card.get("kind") == "benchmark" or len(card["seed_sets"]) < 2:
+            continue
+        raws = [_kept_results(study, s) for s in card["seed_sets"]]
+        if any(r is None or not isinstance(r.get("claims"), dict) for r in raws):
+            continue
+        try:
+            per_claim = {
+                k: [_verdicts.status(r["claims"][k]) for r in raws] for k in raws[0]["claims"]
+            }
+        except (KeyError, ValueError):
+            continue  # claims that are not status words (older scripts): checked by hand
+        combined = _verdicts.overall({k: _verdicts.across(v) for k, v in per_claim.items()})
+        assert card["verdict"] == combined, (study, per_claim)
+        checked += 1
+    assert checked >= 1
 
 
 def test_a_changed_number_makes_the_check_fail(tmp_path):
