@@ -26,8 +26,8 @@ context (its per-pull regret over the first 10% of pulls minus that over the las
 Statuses by ``experiments/_verdicts.py`` (``matches_or_beats``, ``vs_zero``); the verdict is
 ``_verdicts.overall`` of the two. UCB1 and uniform are reported as references.
 
-Not covered here: the dark room of the paper, its offline (fixed-dataset) setting, and #214's
-meta-RL ablations (structure, memory, credit assignment).
+Not covered here: the paper's offline (fixed-dataset) setting and #214's meta-RL ablations
+(structure, memory, credit assignment); its dark room is experiments/in_context_darkroom.py.
 
 Writes results.md, results.json and regret.png (cumulative regret over pulls, mean and 95%
 interval over seeds) to --workdir. Measured (2026-11-27, 2-core AMD EPYC shared with other jobs

@@ -16,7 +16,7 @@ Reinforcement Learning", #227).
 * ``run_online``: one ``lax.scan`` of T pulls of a policy ``(actions, rewards, t, key) -> a``
   that sees the history so far (future entries are masked), on a batch of tasks; returns the
   actions and the per-pull pseudo-regret ``μ* − μ_{a_t}``.
-* ``thompson``, ``ucb1``, ``uniform``: the classic policies in that form.
+* ``thompson``, ``ucb1``, ``greedy``, ``uniform``: the classic policies in that form.
 """
 
 import jax
@@ -76,6 +76,16 @@ def ucb1(actions, rewards, t, key, *, num_arms: int) -> jax.Array:
     bonus = jnp.sqrt(2.0 * jnp.log(jnp.maximum(t, 1)) / jnp.maximum(n, 1))
     score = jnp.where(n > 0, s / jnp.maximum(n, 1) + bonus, jnp.inf)
     return jnp.argmax(score, -1).astype(jnp.int32)
+
+
+def greedy(actions, rewards, t, key, *, num_arms: int) -> jax.Array:
+    """Greedy with memory: ``argmax_a (1 + S_a) / (2 + N_a)``, the Beta(1, 1) posterior mean
+    (the myopic Bayes policy: best for the next pull alone); ties broken uniformly at random."""
+    n, s = counts(actions, rewards, t, num_arms)
+    mean = (1.0 + s) / (2.0 + n)
+    tie_break = jax.random.uniform(key, mean.shape)
+    best = mean >= mean.max(-1, keepdims=True)
+    return jnp.argmax(jnp.where(best, tie_break, -1.0), -1).astype(jnp.int32)
 
 
 def uniform(actions, rewards, t, key, *, num_arms: int) -> jax.Array:

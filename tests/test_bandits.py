@@ -79,3 +79,16 @@ def test_history_features_encode_pulls_in_order():
     np.testing.assert_allclose(
         f[0], [[0, 0, 0, 0, 0, 1], [0, 1, 0, 1, 0.5, 0], [1, 0, 0, 0, 1.0, 0]]
     )
+
+
+def test_greedy_takes_the_best_posterior_mean_and_breaks_ties_at_random():
+    # Arm 0: 1 success in 1 pull (mean 2/3); arm 1: 0 of 1 (1/3); arm 2 unpulled (1/2).
+    actions = jnp.asarray([[0, 1, 0]])
+    rewards = jnp.asarray([[1.0, 0.0, 0.0]])
+    pol = functools.partial(bandits.greedy, num_arms=3)
+    keys = jax.random.split(jax.random.PRNGKey(0), 50)
+    picks = jax.vmap(lambda k: pol(actions, rewards, jnp.asarray(2), k))(keys)
+    assert (picks == 0).all()
+    # At t = 3 arm 0 has 1 of 2 (1/2), tied with unpulled arm 2; arm 1 (1/3) is never taken.
+    picks = np.asarray(jax.vmap(lambda k: pol(actions, rewards, jnp.asarray(3), k))(keys))
+    assert set(picks[:, 0].tolist()) == {0, 2}

@@ -2,6 +2,7 @@
 
 from rljax.envs.gymnax_env import (
     CLASSIC_CONTROL,
+    META_BANDIT,
     MINATAR,
     POMDP,
     SUPPORTED_ENVS,
@@ -25,6 +26,7 @@ from rljax.envs.rollouts import (
 
 __all__ = [
     "CLASSIC_CONTROL",
+    "META_BANDIT",
     "MINATAR",
     "POMDP",
     "SUPPORTED_ENVS",

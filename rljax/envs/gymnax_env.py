@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
 
-from rljax.envs import pomdp
+from rljax.envs import meta_bandit, pomdp
 
 CLASSIC_CONTROL = (
     "CartPole-v1",
@@ -32,7 +32,9 @@ MINATAR = (
 )
 # Partially observable: hidden-velocity classic control, memory and meta-RL tasks (envs.pomdp).
 POMDP = pomdp.NAMES
-SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP
+# Lifetimes of Bernoulli-bandit pulls, with and without recurring structure (envs.meta_bandit).
+META_BANDIT = tuple(meta_bandit.NAMES)
+SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP + META_BANDIT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +81,12 @@ def make(name: str) -> Env:
     """
     if name not in SUPPORTED_ENVS:
         raise ValueError(f"env_name={name!r} is not supported; valid: {', '.join(SUPPORTED_ENVS)}")
-    env, params = pomdp.make(name) if name in POMDP else gymnax.make(name)
+    if name in POMDP:
+        env, params = pomdp.make(name)
+    elif name in META_BANDIT:
+        env, params = meta_bandit.make(name)
+    else:
+        env, params = gymnax.make(name)
     space = env.action_space(params)
     obs_shape = tuple(env.observation_space(params).shape)
     if isinstance(space, spaces.Discrete):

@@ -1,0 +1,331 @@
+"""In-context RL in the dark room (#227 DPT): held-out goals found and reused from context.
+
+    PYTHONPATH=. nice -n 10 python experiments/in_context_darkroom.py        # default
+    PYTHONPATH=. python experiments/in_context_darkroom.py --quick           # the test's run
+    PYTHONPATH=. python experiments/in_context_darkroom.py --seed=1000       # second seed set
+
+Lee et al. 2023 ("Supervised Pretraining Can Learn In-Context Reinforcement Learning", #227),
+the dark room of their Section 5: a transformer pretrained only to predict the optimal action at
+a query state from an in-context dataset of a task's transitions, deployed online on goals never
+seen in pretraining with its own earlier episodes as the context, finds the goal and returns to
+it: its return rises over a few episodes toward the optimal one.
+
+Setup (``rljax.darkroom``, ``rljax.agents.dpt_darkroom``): a ``--side`` x ``--side`` grid,
+every episode starting in the corner, ``--horizon`` steps (default side²), 5 actions (stay and
+four moves), reward 1 for every step that ends on the invisible goal. Each seed splits the
+side² cells at random into ``--heldout`` held-out goals and the pretraining goals. Pretraining:
+``--updates`` Adam steps of 32 fresh tasks (goals from the pretraining goals only); each task's
+in-context dataset is ``--context-episodes`` episodes of a random policy (actions from a
+Dirichlet(1)-drawn distribution, drawn independently of the goal), a query cell uniform over the
+grid, and the label the shortest-path action at the query (column first, then row), predicted
+at every prefix (causal transformer, 2 blocks, width 32, 2 heads; one transformer per seed).
+Online: ``--episodes`` episodes on ``--eval-tasks`` tasks whose goals are the seed's held-out
+goals (evenly); the context of episode k is the agent's own last completed episodes (at most
+``--context-episodes``), the query its current cell, the action sampled from the prediction.
+References on the same tasks: the oracle (told the goal), uniform random actions, and a
+goal-free sweep (stay once, then a boustrophedon until a reward shows the goal, then shortest
+paths: with H >= side² it finds every goal in its first episode and is the oracle afterwards).
+DPT is also run on tasks with pretraining goals (in-distribution reference).
+
+Claims (``claims``), on held-out goals, per seed the mean over tasks: DPT's return rises from
+the first to the last online episode (last − first > 0); DPT's last-episode return beats the
+random policy's (DPT − uniform > 0). Statuses by ``experiments/_verdicts.py`` (``vs_zero`` on
+95% stratified-bootstrap intervals over seeds, ``rljax.stats``); the verdict is
+``_verdicts.overall`` of the two. DPT's last-episode return as a share of the oracle's and its
+gap to the sweep are reported, not claimed.
+
+Not covered here: the paper's 10 x 10 room and its horizon of 100 (CPU budget), its offline
+(fixed-dataset) evaluation, the Dark Room key-door variant, and the comparison with Algorithm
+Distillation.
+
+Writes results.md, results.json and returns.png (return per online episode, mean and 95%
+interval over seeds) to --workdir. Measured (2026-11-28, commit 46d52ef, 2-core AMD EPYC shared
+with other jobs at a load average of about 6): the default took 483 s wall (seeds 0-2) and
+489 s (seeds 1000-1002). Results and their reading: docs/stitching_and_in_context_rl.md.
+"""
+
+from rljax import cli, xla_flags
+
+xla_flags.set_flags()
+
+import functools  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _verdicts  # noqa: E402
+
+from rljax import darkroom, stats  # noqa: E402
+from rljax.agents import dpt_darkroom  # noqa: E402
+
+REFERENCES = ("oracle", "sweep", "uniform")
+DEFAULTS = {"seeds": 3, "updates": 1200, "eval_tasks": 200, "evals": 4, "side": 5, "episodes": 4}
+QUICK = {"seeds": 3, "updates": 20, "eval_tasks": 16, "evals": 1, "side": 4, "episodes": 3}
+CLAIMS = {
+    "dpt_improves_online": (
+        "On held-out goals DPT's return rises from the first to the last online episode "
+        "(last − first > 0)"
+    ),
+    "dpt_beats_random": (
+        "On held-out goals DPT's last-episode return beats uniform random actions' (DPT − "
+        "uniform > 0)"
+    ),
+}
+
+
+def goal_splits(config, seeds, num_heldout: int):
+    """Per seed (pretraining goals ``[S, G]``, held-out goals ``[S, h]``) from the seed's key."""
+    keys = [jax.random.fold_in(jax.random.PRNGKey(int(s)), 2) for s in seeds]
+    pairs = [darkroom.split_goals(k, config.side, num_heldout) for k in keys]
+    return jnp.stack([p[0] for p in pairs]), jnp.stack([p[1] for p in pairs])
+
+
+def tile_goals(goals, num_tasks: int):
+    """``num_tasks`` task goals per seed cycling through ``goals [S, G]``: ``[S, num_tasks]``."""
+    return goals[:, jnp.arange(num_tasks) % goals.shape[1]]
+
+
+def evaluate(config, states, goals, train_goals, keys, episodes: int) -> tuple[dict, dict]:
+    """Returns per episode ``[S, B, K]`` on held-out task goals ``goals [S, B]`` (DPT, one
+    model per seed, and the references) and DPT's on pretraining task goals ``train_goals``
+    (its in-distribution reference), in one compiled program."""
+    side, h = config.side, config.horizon
+    online = functools.partial(darkroom.run_online, side=side, horizon=h, episodes=episodes)
+    pols = {
+        "oracle": lambda goal: functools.partial(darkroom.oracle, goal=goal, side=side),
+        "sweep": lambda goal: functools.partial(darkroom.sweep, side=side, horizon=h),
+        "uniform": lambda goal: darkroom.uniform,
+    }
+
+    def one_seed(state, goal, train_goal, key):
+        pol = lambda c, hist, t, k: dpt_darkroom.act(config, state, c, hist, t, k)  # noqa: E731
+        both = online(pol, jnp.concatenate([goal, train_goal]), key)[1]
+        out = {"dpt": both[: goal.shape[0]]}
+        out.update({n: online(make(goal), goal, key)[1] for n, make in pols.items()})
+        return out, both[goal.shape[0] :]
+
+    out, train = jax.jit(jax.vmap(one_seed))(states, goals, train_goals, keys)
+    return {k: np.asarray(v) for k, v in out.items()}, {"dpt": np.asarray(train)}
+
+
+def claims(returns: dict) -> dict:
+    """Statuses of ``CLAIMS`` from held-out returns per episode ``[S, B, K]`` per policy."""
+    per_ep = {k: v.mean(1) for k, v in returns.items()}  # [S, K]
+    rise = stats.summarize(per_ep["dpt"][:, -1] - per_ep["dpt"][:, 0])
+    vs_rand = stats.summarize(per_ep["dpt"][:, -1] - per_ep["uniform"][:, -1])
+    return {
+        "dpt_improves_online": {
+            "diff": rise["mean"], "diff_ci": rise["mean_ci"],
+            "status": _verdicts.vs_zero(rise["mean_ci"]),
+        },
+        "dpt_beats_random": {
+            "diff": vs_rand["mean"], "diff_ci": vs_rand["mean_ci"],
+            "status": _verdicts.vs_zero(vs_rand["mean_ci"]),
+        },
+    }  # fmt: skip
+
+
+def invariants(config, train_goals, heldout, key, num: int = 1024) -> dict:
+    """The study's checks on its own data: held-out goals never drawn in pretraining, context
+    actions and cells independent of the goal, every label a shortest-path action."""
+    seen_heldout, labels_ok = 0, 0
+    for s in range(train_goals.shape[0]):
+        k = jax.random.fold_in(key, s)
+        tok, label, goal = darkroom.pretraining_batch(
+            k, train_goals[s], num, config.side, config.horizon, config.context_episodes
+        )
+        seen_heldout += int(jnp.isin(goal, heldout[s]).sum())
+        query = jnp.round(tok[:, 0, :2] * (config.side - 1)).astype(jnp.int32)
+        cell = query[:, 0] * config.side + query[:, 1]
+        d0 = darkroom.distance(cell, goal, config.side)
+        d1 = darkroom.distance(darkroom.step(cell, label, config.side), goal, config.side)
+        labels_ok += int(jnp.sum(d1 == jnp.maximum(d0 - 1, 0)))
+    ctx = [darkroom.random_context(key, jnp.full((num,), g, jnp.int32), config.side,
+                                   config.horizon, config.context_episodes)
+           for g in (0, config.side**2 - 1)]  # fmt: skip
+    goal_free = all(bool(jnp.array_equal(ctx[0][i], ctx[1][i])) for i in (0, 1, 3))
+    return {
+        "heldout_goals_in_pretraining": seen_heldout,
+        "pretraining_tasks_checked": num * train_goals.shape[0],
+        "labels_optimal_share": labels_ok / (num * train_goals.shape[0]),
+        "context_independent_of_goal": goal_free,
+    }
+
+
+def write_outputs(config, returns, train_returns, curve, args, meta) -> str:
+    os.makedirs(args.workdir, exist_ok=True)
+    cl = claims(returns)
+    verdict = _verdicts.overall(cl)
+    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    per_ep = {k: v.mean(1) for k, v in returns.items()}  # [S, K]
+    per_ep["dpt (pretraining goals)"] = train_returns["dpt"].mean(1)
+    arms = {"dpt": per_ep["dpt"][:, -1], "dpt, episode 1": per_ep["dpt"][:, 0],
+            **{n: per_ep[n][:, -1] for n in REFERENCES},
+            "dpt (pretraining goals)": per_ep["dpt (pretraining goals)"][:, -1]}  # fmt: skip
+    arms = {n: stats.summarize(v, num_resamples=n_boot) for n, v in arms.items()}
+    share = stats.summarize(per_ep["dpt"][:, -1] / per_ep["oracle"][:, -1], num_resamples=n_boot)
+    vs_sweep = stats.summarize(per_ep["dpt"][:, -1] - per_ep["sweep"][:, -1],
+                               num_resamples=n_boot)  # fmt: skip
+    iv = lambda c: f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"  # noqa: E731
+    reason = "; ".join(f"{k}: {c['status']} ({iv(c)})" for k, c in cl.items())
+    k, h = args.episodes, config.horizon
+    inv = meta["invariants"]
+    notes = [
+        f"Metric: return of online episode {k} (of {k}, {h} steps each) on goals held out from "
+        f"pretraining, mean over {args.eval_tasks} tasks per seed (one pretrained transformer "
+        f"per seed; the references with the seed's own randomness on the same tasks). Higher "
+        f"is better; the oracle's is {h} − max(d − 1, 0) for a goal d steps from the start.",
+        "",
+        "**Return per online episode** (held-out goals; mean over seeds):",
+        "",
+        "| policy | " + " | ".join(f"episode {i + 1}" for i in range(k)) + " |",
+        "|---|" + "---|" * k,
+        *(
+            f"| {n} | " + " | ".join(f"{v:.2f}" for v in per_ep[n].mean(0)) + " |"
+            for n in ("dpt", *REFERENCES, "dpt (pretraining goals)")
+        ),
+        "",
+        "**Claims** (95% bootstrap intervals over seeds):",
+        "",
+        f"* {CLAIMS['dpt_improves_online']}: **{cl['dpt_improves_online']['status']}**, "
+        f"{iv(cl['dpt_improves_online'])}",
+        f"* {CLAIMS['dpt_beats_random']}: **{cl['dpt_beats_random']['status']}**, "
+        f"{iv(cl['dpt_beats_random'])}",
+        "",
+        f"Against the oracle (not a claim): DPT's last-episode return is "
+        f"{stats.format_interval(share, digits=2)} of the oracle's; DPT − sweep "
+        f"{stats.format_interval(vs_sweep, digits=2)}.",
+        f"Pretraining: action accuracy at the last prefix (chunk means over updates): "
+        f"{', '.join(f'{v:.2f}' for v in curve)}. Invariants: held-out goals drawn in "
+        f"{inv['heldout_goals_in_pretraining']} of {inv['pretraining_tasks_checked']} "
+        f"pretraining tasks; labels that are shortest-path actions: "
+        f"{inv['labels_optimal_share']:.3f}; context cells and actions equal for two goals "
+        f"under one key: {inv['context_independent_of_goal']}.",
+        "Verdict rule: `_verdicts.overall` of the two claims (each `vs_zero`).",
+        f"Settings: {json.dumps(meta['settings'])}.",
+        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}); {meta['machine']}; "
+        f"command: `{meta['command']}`.",
+    ]
+    text = stats.write_results(
+        args.workdir,
+        title="In-context RL in the dark room (#227 DPT): held-out goals, online episodes",
+        claim=(
+            "a transformer pretrained to predict the optimal action from in-context data, "
+            "deployed online on goals unseen in pretraining, finds the goal from its own "
+            "episodes: its return rises over a few episodes"
+        ),
+        verdict=verdict,
+        reason=reason,
+        arms=arms,
+        metric=f"return of episode {k}",
+        extra={
+            "claims": {n: {**c, "text": CLAIMS[n]} for n, c in cl.items()},
+            "share_of_oracle": share,
+            "dpt_minus_sweep": vs_sweep,
+            "curves": {n: v.mean(0).tolist() for n, v in per_ep.items()},
+            "pretraining_accuracy_last": [float(v) for v in curve],
+            **meta,
+        },
+        notes=notes,
+        digits=2,
+    )
+    stats.plot_bands(np.arange(1, k + 1), per_ep, os.path.join(args.workdir, "returns.png"),
+                     title=f"Dark room {config.side}x{config.side}, held-out goals: return per "
+                     "online episode (mean, 95% CI)", xlabel="online episode",
+                     ylabel="return")  # fmt: skip
+    return text
+
+
+def parse_args(argv=None):
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
+    p.add_argument("--updates", type=int, default=0, help="pretraining updates per model")
+    p.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks per seed")
+    p.add_argument("--evals", type=int, default=0, help="pretraining chunks (progress lines)")
+    p.add_argument("--side", type=int, default=0, help="the grid is side x side (0: 5)")
+    p.add_argument("--horizon", type=int, default=0, help="steps per episode (0: side²)")
+    p.add_argument("--episodes", type=int, default=0, help="online episodes per task (0: 4)")
+    p.add_argument("--context-episodes", type=int, default=2, help="episodes per dataset")
+    p.add_argument("--heldout", type=int, default=5, help="held-out goals per seed")
+    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
+    p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
+    p.add_argument("--workdir", default="runs/in_context_darkroom")
+    args = p.parse_args(argv)
+    for k, v in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, k) == 0:
+            setattr(args, k, v)
+    try:
+        cli.check_int("--side", args.side, low=2, high=12)
+        if args.horizon == 0:
+            args.horizon = args.side**2
+        cli.check_int("--seeds", args.seeds, low=3)
+        cli.check_int("--evals", args.evals, low=1)
+        cli.check_int("--updates", args.updates, low=args.evals)
+        cli.check_int("--eval-tasks", args.eval_tasks, low=1)
+        cli.check_int("--horizon", args.horizon, low=2 * (args.side - 1), high=400)
+        cli.check_int("--episodes", args.episodes, low=2, high=20)
+        cli.check_int("--context-episodes", args.context_episodes, low=1, high=args.episodes)
+        cli.check_int("--heldout", args.heldout, low=1, high=args.side**2 - 1)
+        cli.check_int("--seed", args.seed, low=0)
+        cli.check_workdir("--workdir", args.workdir)
+    except cli.ConfigError as e:
+        p.error(str(e))
+    return args
+
+
+def main(argv=None) -> str:
+    cli.quiet_logs()
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    config = dpt_darkroom.Config(side=args.side, horizon=args.horizon,
+                                 context_episodes=args.context_episodes)  # fmt: skip
+    dpt_darkroom.validate(config)
+    seeds = np.arange(args.seed, args.seed + args.seeds)
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
+    train_goals, heldout = goal_splits(config, seeds, args.heldout)
+    state = jax.jit(jax.vmap(lambda k: dpt_darkroom.init(config, k)))(keys)
+    chunk = args.updates // args.evals
+    run = jax.jit(jax.vmap(lambda g, s: dpt_darkroom.train_chunk(config, g, s, chunk)))
+    curve = []
+    for c in range(args.evals):
+        state, metrics = run(train_goals, state)
+        curve.append(float(np.mean(metrics["accuracy/last"])))
+        print(f"chunk {c + 1}/{args.evals}: action accuracy {curve[-1]:.2f}, "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+    returns, train_returns = evaluate(
+        config, state, tile_goals(heldout, args.eval_tasks),
+        tile_goals(train_goals, args.eval_tasks), eval_keys, args.episodes,
+    )  # fmt: skip
+    print(f"evaluated: {time.perf_counter() - t0:.0f} s; last-episode return "
+          + ", ".join(f"{k} {v[..., -1].mean():.2f}" for k, v in returns.items()),
+          flush=True)  # fmt: skip
+    from rljax import machine
+
+    settings = {k: getattr(args, k) for k in ("seeds", "updates", "eval_tasks", "evals", "side",
+                "horizon", "episodes", "context_episodes", "heldout", "seed")}  # fmt: skip
+    settings["dpt"] = dict(vars(config))
+    meta = {
+        "settings": settings,
+        "heldout_goals": np.asarray(heldout).tolist(),
+        "invariants": invariants(config, train_goals, heldout, jax.random.PRNGKey(args.seed + 7)),
+        "seconds": time.perf_counter() - t0,
+        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
+        "machine": machine.describe(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "command": "python experiments/in_context_darkroom.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]),
+    }  # fmt: skip
+    text = write_outputs(config, returns, train_returns, curve, args, meta)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)
