@@ -40,6 +40,8 @@ def get_config(arg: str = "arithmetic"):
     c.max_level = 2 if fast else 0  # SFT, RL and test on levels <= this (0 = all)
     c.min_level = 1  # RL and test only on levels >= this (a hard split; the SFT base sees all)
     c.train_problems = 0  # RL draws from the first n training problems (0 = all; 1 = 1-shot)
+    c.train_examples = ()  # or only these training problems (indices; 1-shot RLVR's examples)
+    c.log_problems = 0  # metrics: training accuracy of problems 0..n-1 per update (their ranking)
     c.least_likely = 0.0  # RL only on this fraction of problems the base finds least likely (SELF)
     c.preset = "grpo"  # the preset of every learner unless swept
     c.seed = 0  # learner s of each grid point uses seed + s

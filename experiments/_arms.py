@@ -81,17 +81,20 @@ class ArmStore:
         os.replace(meta + ".tmp", meta)
 
 
-def lm_population(run, mutable) -> str:
+def lm_population(run, mutable, config: dict | None = None) -> str:
     """``"done"`` (reuse), ``"resume"`` (continue from its checkpoints) or ``"fresh"``.
 
     Args:
       run: the population's ``LMRunConfig`` (its ``workdir`` is the population's).
       mutable: fields that may differ on resume (``lm_experiment.RESUMABLE_FIELDS``).
+      config: the run's fingerprint as its trainer writes it
+        (``lm_experiment.fingerprint_config(run)``); None: every field of ``run``.
     """
     import dataclasses
 
+    config = dataclasses.asdict(run) if config is None else config
     saved = fingerprint.load(run.workdir)
-    if saved is None or fingerprint.changes(saved, dataclasses.asdict(run), mutable):
+    if saved is None or fingerprint.changes(saved, config, mutable):
         return "fresh"
     try:
         with open(os.path.join(run.workdir, "summary.json")) as f:
@@ -100,7 +103,7 @@ def lm_population(run, mutable) -> str:
         status = None
     # "done" only for the same budget and evaluation: a larger budget resumes and extends
     cosmetic = ("progress", "resume", "workdir", "cpu_devices")
-    same = not fingerprint.changes(saved, dataclasses.asdict(run), cosmetic)
+    same = not fingerprint.changes(saved, config, cosmetic)
     if same and status == "done" and os.path.exists(os.path.join(run.workdir, "results.json")):
         return "done"
     return "resume"

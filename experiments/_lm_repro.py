@@ -27,6 +27,7 @@ import numpy as np
 
 from rljax import cli, stats
 from rljax.io import workdir_lock
+from rljax.lm.groups import PROBLEM_KEY
 from rljax.train import lm_experiment
 
 _CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
@@ -37,6 +38,7 @@ CURVE_KEYS = (
     "pass@1/mean", "groups/kept_frac", "tokens/generated",
 )  # fmt: skip
 CURRICULUM = "curriculum/"  # + level<k> / value<k>: a learner's drawn-level shares and values
+PREFIXES = (LEVEL, CURRICULUM, PROBLEM_KEY)  # per-level / per-problem curves, read where logged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +118,8 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
     arms, seconds, cpu, updates, examples = {}, {}, {}, None, {}
     for pop, run in zip(pops, runs, strict=True):
         t0, c0 = time.perf_counter(), time.process_time()
-        state = _arms.lm_population(run, lm_experiment.RESUMABLE_FIELDS)  # finished: reused
+        config = lm_experiment.fingerprint_config(run)
+        state = _arms.lm_population(run, lm_experiment.RESUMABLE_FIELDS, config)  # done: reused
         if state == "done":
             print(f"[rljax] reusing the finished population {pop.name} in {run.workdir}")
         else:
@@ -131,7 +134,7 @@ def train(args, pops: list[Population], **testbed_kwargs) -> dict:
             with open(os.path.join(run.workdir, "results.json")) as f:
                 res = json.load(f)
             updates, curves = read_curves(run.workdir, len(pop.arms), args.seeds)
-        if run.train_problems:  # name the k examples of a k-shot population
+        if run.train_problems or run.train_examples:  # name the k examples of a k-shot one
             train = lm_experiment.problems(run)[1]
             examples[pop.name] = [f"{p.prompt}{p.answer} (level {p.level})" for p in train]
         for g, label in enumerate(pop.arms):
@@ -174,7 +177,7 @@ def curves_in_memory(metrics: dict, num_points: int, num_seeds: int):
     latest = np.maximum.accumulate(np.where(np.isfinite(score), steps, -1), axis=1)
     carried = np.where(latest >= 0, np.take_along_axis(score, np.maximum(latest, 0), 1), np.nan)
     table = {**metrics, "pass@1/mean": carried}
-    keys = CURVE_KEYS + tuple(sorted(k for k in metrics if k.startswith((LEVEL, CURRICULUM))))
+    keys = CURVE_KEYS + tuple(sorted(k for k in metrics if k.startswith(PREFIXES)))
     shape = (num_points, num_seeds, score.shape[1])
     nan = np.full(shape, np.nan)
     curves = {k: np.asarray(table[k], np.float64).reshape(shape) if k in table else nan.copy()
@@ -197,9 +200,7 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
         rows = [json.loads(line) for line in f if line.strip()]
     updates = sorted({r["update"] for r in rows})
     index = {u: i for i, u in enumerate(updates)}
-    keys = CURVE_KEYS + tuple(
-        sorted({k for r in rows for k in r if k.startswith((LEVEL, CURRICULUM))})
-    )
+    keys = CURVE_KEYS + tuple(sorted({k for r in rows for k in r if k.startswith(PREFIXES)}))
     curves = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in keys}
     for r in rows:
         for k in keys:

@@ -6,20 +6,35 @@ example, two, or the full set; the entropy bonus; entropy alone with no reward.
 
 The testbed (`configs/grpo.py:arithmetic,fast`: levels 1-2, 2 layers, d 64, 1,200 SFT steps on
 sloppy traces), `lite_ppo`'s values (no KL, token mean, 2 epochs × 2 minibatches, lr 3e-4,
-AdamW weight decay 1e-4). The k-shot runs draw every prompt of every step from the first k
-problems of the training split (``train_problems=k``; the examples are named in results.md), the
-way 1-shot RLVR repeats its one example across the batch. Arms:
+AdamW weight decay 1e-4).
 
-  1 example: entropy bonus {0, 0.001, 0.01}; entropy only (no reward, 0.01);
-  2 examples; the full set (2,200 problems).
+Examples are chosen the paper's way. A selection run (its own population, `select/`: `--seeds`
+learners × `--select_steps` 50 updates on the first `--select_pool` 128 training problems, ~19
+visits per problem) logs each problem's training accuracy at every update that draws it
+(``log_problems``: one visit; `rljax.lm.groups.problem_accuracy`); the problems are ranked by
+the variance of their accuracy over all visits of all its learners (`rljax.lm.selection
+.by_variance`: at least 2 visits, ties to the lower index), and the top `--examples` 2 are π1,
+π2 (results.md and results.json name them with their variance, visits and mean accuracy). The
+k-shot runs draw every prompt of every step from their examples (``train_examples``), the way
+1-shot RLVR repeats its one example across the batch. Arms:
 
-Metrics per arm over seeds: held-out pass@1 (200 problems × 16 samples) and its gain over the
-base; training accuracy under the verifier (on the k examples); post-saturation generalization:
-the quick held-out pass@1 gain from the first evaluation after training accuracy (mean over 10
-updates) reaches 0.9 to the end of training, over the learners that saturate.
+  1 example (π1): entropy bonus {0, 0.001, 0.01}; entropy only (no reward, 0.01);
+  1 example (π2); 2 examples (π1, π2); the full set (2,200 problems).
 
-Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT base cached: default 7.4 min
-wall, 732 s CPU (all threads; tests running alongside); --quick ~80 s CPU (three compiles).
+Claims: "one example approaches the full set" and "test accuracy keeps rising after training
+accuracy saturates" are judged per selected example and combined by `_verdicts.over_arms`
+(holds when it holds for every example; fails only when it fails for every one); "entropy alone
+helps" on π1; the overall verdict by `_verdicts.overall`. Metrics per arm over seeds: held-out
+pass@1 (200 problems × 16 samples) and its gain over the base; training accuracy under the
+verifier (on the k examples); post-saturation generalization: the quick held-out pass@1 gain
+from the first evaluation after training accuracy (mean over 10 updates) reaches 0.9 to the end
+of training, over the learners that saturate.
+
+Measured on the shared 2-core CPU (AMD EPYC, jax 0.10.2, load average ~6, nice 15), SFT base
+cached, 2026-11-28 at a4d36fe: default 45 min 26 s wall, 1061 s CPU (all threads; selection
+run 406 s wall / 129 s CPU, the π1 population 1403 s / 464 s); --quick: its test 168 s under
+load (five compiles; 68 s with the earlier design's three). The earlier design (the split's
+first problem, three populations) took 7.4 min wall on an idle Intel Xeon.
 Writes results.md, results.json, test_accuracy.png and train_accuracy.png.
 """
 
@@ -27,35 +42,107 @@ from rljax import cli, xla_flags
 
 xla_flags.set_flags()
 
+import argparse  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
 import _lm_repro as repro  # noqa: E402
+import _verdicts  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import stats  # noqa: E402
+from rljax.lm import selection  # noqa: E402
+from rljax.lm.groups import PROBLEM_KEY  # noqa: E402
+from rljax.train import lm_experiment  # noqa: E402
 
 SMALL, LARGE = 0.001, 0.01  # entropy-bonus coefficients
 # No "without weight decay" arm: at lr 3e-4 the decay 1e-4 shrinks a weight by lr·wd = 3e-8 per
 # step (~1e-5 over a run), so such an arm equals the plain one to every printed digit; it tested
 # nothing and is not run.
 PLAIN = {"entropy_coef": 0.0, "weight_decay": 1e-4, "reward": "verifier"}
-ONE = {
-    "1 example": PLAIN,
-    f"1 example, entropy {SMALL}": {**PLAIN, "entropy_coef": SMALL},
-    f"1 example, entropy {LARGE}": {**PLAIN, "entropy_coef": LARGE},
-    "1 example, entropy only (no reward)": {**PLAIN, "entropy_coef": LARGE, "reward": "none"},
-}
 SATURATED = 0.9  # training accuracy that counts as saturated
 WINDOW = 10  # updates averaged for the saturation test
+MIN_VISITS = 2  # a problem needs this many visits in the selection run to be ranked
+SELECTION = "selection run"  # the arm label of the selection population
+FULL, TWO = "full set", "2 examples (π1, π2)"
 
 
-def populations() -> list[repro.Population]:
-    return [
-        repro.Population("one", ONE, run={"train_problems": 1}),
-        repro.Population("two", {"2 examples": PLAIN}, run={"train_problems": 2}),
-        repro.Population("full", {"full set": PLAIN}),
+def one(k: int) -> str:
+    """The label of the plain 1-shot arm on the k-th selected example (1-based)."""
+    return f"1 example (π{k})"
+
+
+def entropy_arms() -> dict[str, dict]:
+    """The entropy arms, on π1: a small and a large bonus, and the large one with no reward."""
+    return {
+        f"{one(1)}, entropy {SMALL}": {**PLAIN, "entropy_coef": SMALL},
+        f"{one(1)}, entropy {LARGE}": {**PLAIN, "entropy_coef": LARGE},
+        f"{one(1)}, entropy only (no reward)": {**PLAIN, "entropy_coef": LARGE, "reward": "none"},
+    }
+
+
+def selection_population(pool: int) -> repro.Population:
+    """The short RL run on the first `pool` training problems that logs each one's accuracy."""
+    return repro.Population(
+        "select", {SELECTION: PLAIN}, run={"train_problems": pool, "log_problems": pool}
+    )
+
+
+def populations(picks: list[int]) -> list[repro.Population]:
+    """The study's populations given the selected examples (indices into the training split)."""
+    pops = [
+        repro.Population(
+            f"one_pi{k + 1}",
+            {one(k + 1): PLAIN, **(entropy_arms() if k == 0 else {})},
+            run={"train_examples": (i,)},
+        )
+        for k, i in enumerate(picks)
     ]
+    pops.append(repro.Population("two", {TWO: PLAIN}, run={"train_examples": tuple(picks[:2])}))
+    pops.append(repro.Population("full", {FULL: PLAIN}))
+    return pops
+
+
+def select(args, chunk: int) -> dict:
+    """Trains (or reuses) the selection run and ranks its pool by accuracy variance.
+
+    Returns {"pool", "steps", "learners", "min_visits", "ranking": [{index, example, variance,
+    visits, mean}] highest variance first, "picks": the top `args.examples` indices, "seconds",
+    "cpu_seconds"}.
+    """
+    run_args = argparse.Namespace(**{**vars(args), "steps": args.select_steps})
+    pop = selection_population(args.select_pool)
+    result = repro.train(run_args, [pop], chunk_steps=chunk, final_samples=2, final_problems=32)
+    curves = result["arms"][SELECTION]["curves"]
+    accuracy = np.stack(
+        [curves[f"{PROBLEM_KEY}{i}"] for i in range(args.select_pool)], axis=-1
+    )  # [learners, updates, pool]
+    order, variance, visits = selection.by_variance(accuracy, MIN_VISITS)
+    if len(order) < args.examples:
+        raise RuntimeError(
+            f"the selection run ranked {len(order)} problems (visited >= {MIN_VISITS} times), "
+            f"fewer than --examples={args.examples}: raise --select_steps or lower --select_pool"
+        )
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(accuracy.reshape(-1, args.select_pool), axis=0)
+    run = repro.testbed(args, pop, chunk_steps=chunk, final_samples=2, final_problems=32)
+    train = lm_experiment.problems(run)[1]
+    ranking = [
+        {
+            "index": int(i),
+            "example": f"{train[i].prompt}{train[i].answer} (level {train[i].level})",
+            "variance": float(variance[i]),
+            "visits": int(visits[i]),
+            "mean": float(mean[i]),
+        }
+        for i in order
+    ]
+    return {
+        "pool": args.select_pool, "steps": args.select_steps, "learners": args.seeds,
+        "min_visits": MIN_VISITS, "ranked": len(order), "unranked": args.select_pool - len(order),
+        "ranking": ranking, "picks": [int(i) for i in order[: args.examples]],
+        "seconds": result["seconds"]["select"], "cpu_seconds": result["cpu_seconds"]["select"],
+    }  # fmt: skip
 
 
 def post_saturation(arm: dict, updates: np.ndarray, ends: np.ndarray) -> list[float]:
@@ -75,51 +162,70 @@ def post_saturation(arm: dict, updates: np.ndarray, ends: np.ndarray) -> list[fl
     return out
 
 
-def verdicts(arms: dict, post: dict) -> tuple[dict, list[str]]:
+def approaches_full(comparisons: dict, k: int) -> tuple[str, str]:
+    """ "One example approaches the full set" for the k-th selected example: (status, why)."""
+    gain, versus = comparisons[f"{one(k)} gain vs 0"], comparisons[f"{one(k)} vs {FULL} (gain)"]
+    if gain["sign"] == "-":
+        return "contradicted", f"π{k} lowers held-out pass@1 by {-gain['diff']:.3f} (it overfits)"
+    if gain["sign"] != "+":
+        return "not at this scale", f"π{k} gives no significant gain (as #61 predicts)"
+    if versus["sign"] == "-":
+        return "partly", f"π{k} gains, {-versus['diff']:.3f} less than the full set (#61)"
+    return "reproduced", f"π{k}'s gain is not significantly below the full set's"
+
+
+def after_saturation(post: list[float], k: int) -> tuple[str, str]:
+    """ "Test accuracy keeps rising after saturation" for the 1-shot learners on π_k."""
+    if len(post) < 3:
+        return "not at this scale", (
+            f"only {len(post)} learners on π{k} saturated (train accuracy ≥ {SATURATED})"
+        )
+    s = stats.summarize(post)
+    lo, hi = s["mean_ci"]
+    v = "reproduced" if lo > 0 else "contradicted" if hi < 0 else "not at this scale"
+    return (
+        v,
+        f"π{k}: test gain after saturation {stats.format_interval(s)} over {len(post)} learners",
+    )
+
+
+def verdicts(arms: dict, post: dict, num: int) -> tuple[dict, list[str]]:
+    """Claims over the `num` selected examples (combined by `_verdicts.over_arms`)."""
     gain = {k: repro.gains(a) for k, a in arms.items()}
-    zero = [0.0] * len(gain["full set"])
+    zero = [0.0] * len(gain[FULL])
     comparisons = {
-        "1 example gain vs 0": repro.effect(gain["1 example"], zero),
-        "full set gain vs 0": repro.effect(gain["full set"], zero),
-        "1 example vs full set (gain)": repro.effect(gain["1 example"], gain["full set"]),
-        "2 examples vs full set (gain)": repro.effect(gain["2 examples"], gain["full set"]),
-        "entropy only gain vs 0": repro.effect(gain["1 example, entropy only (no reward)"], zero),
-        f"entropy {LARGE} vs 0 (1 example, gain)": repro.effect(
-            gain[f"1 example, entropy {LARGE}"], gain["1 example"]
-        ),
+        f"{one(k)} gain vs 0": repro.effect(gain[one(k)], zero) for k in range(1, num + 1)
     }
-    sign = {k: c["sign"] for k, c in comparisons.items()}
-    if sign["1 example gain vs 0"] == "-":
-        d = comparisons["1 example gain vs 0"]["diff"]
-        v1, why1 = "contradicted", f"one example lowers held-out pass@1 by {-d:.3f} (it overfits)"
-    elif sign["1 example gain vs 0"] != "+":
-        v1, why1 = "not at this scale", "one example gives no significant gain (as #61 predicts)"
-    elif sign["1 example vs full set (gain)"] == "-":
-        d = comparisons["1 example vs full set (gain)"]["diff"]
-        v1 = "partly"
-        why1 = f"one example gains, {-d:.3f} less than the full set (#61's weaker effect)"
-    else:
-        v1, why1 = "reproduced", "one example's gain is not significantly below the full set's"
+    comparisons[f"{FULL} gain vs 0"] = repro.effect(gain[FULL], zero)
+    for k in range(1, num + 1):
+        comparisons[f"{one(k)} vs {FULL} (gain)"] = repro.effect(gain[one(k)], gain[FULL])
+    comparisons[f"{TWO} vs {FULL} (gain)"] = repro.effect(gain[TWO], gain[FULL])
+    only = f"{one(1)}, entropy only (no reward)"
+    comparisons["entropy only gain vs 0"] = repro.effect(gain[only], zero)
+    comparisons[f"entropy {LARGE} vs 0 ({one(1)}, gain)"] = repro.effect(
+        gain[f"{one(1)}, entropy {LARGE}"], gain[one(1)]
+    )
     v2, why2 = {
         "+": ("reproduced", "entropy alone raises pass@1"),
         "0": ("not at this scale", "entropy alone leaves pass@1 where it was"),
         "-": ("contradicted", "entropy alone lowers pass@1"),
-    }[sign["entropy only gain vs 0"]]
-    one_post = post["1 example"]
-    if len(one_post) >= 3:
-        s = stats.summarize(one_post)
-        lo, hi = s["mean_ci"]
-        v3 = "reproduced" if lo > 0 else "contradicted" if hi < 0 else "not at this scale"
-        why3 = (
-            f"test gain after saturation {stats.format_interval(s)} over {len(one_post)} learners"
-        )
-    else:
-        v3 = "not at this scale"
-        why3 = f"only {len(one_post)} 1-example learners saturated (train accuracy ≥ {SATURATED})"
+    }[comparisons["entropy only gain vs 0"]["sign"]]
+    per_example = {
+        "one example approaches the full set": [approaches_full(comparisons, k)
+                                                for k in range(1, num + 1)],
+        "test accuracy keeps rising after training accuracy saturates": [
+            after_saturation(post[one(k)], k) for k in range(1, num + 1)],
+    }  # fmt: skip
+    claims = {}
+    for claim, found in per_example.items():
+        combined = _verdicts.over_arms(found) if len(found) > 1 else found[0][0]
+        claims[claim] = (combined, "; ".join(f"{why} ({v})" for v, why in found))
     claims = {
-        "one example approaches the full set": (v1, why1),
+        "one example approaches the full set": claims["one example approaches the full set"],
         "entropy alone (no reward) helps": (v2, why2),
-        "test accuracy keeps rising after training accuracy saturates": (v3, why3),
+        "test accuracy keeps rising after training accuracy saturates": claims[
+            "test accuracy keeps rising after training accuracy saturates"
+        ],
     }
     lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
     return {"claims": claims, "comparisons": comparisons}, lines
@@ -138,17 +244,77 @@ def plots(result: dict, workdir: str, ends: np.ndarray) -> None:
     )  # fmt: skip
 
 
+def selection_lines(sel: dict) -> list[str]:
+    """results.md: how the examples were chosen and the top of the ranking."""
+    lines = [
+        f"Example selection (1-shot RLVR's historical variance): {sel['learners']} learners × "
+        f"{sel['steps']} updates on the first {sel['pool']} training problems; per problem the "
+        f"training accuracy at every update that drew it (one visit), ranked by its variance over "
+        f"visits (problems with < {sel['min_visits']} visits unranked: {sel['unranked']}; ties "
+        f"to the lower index). Selection run {sel['seconds']:.0f} s wall, "
+        f"{sel['cpu_seconds']:.0f} s CPU.",
+        "",
+        "| rank | problem (index) | variance | visits | mean accuracy | arm |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r, row in enumerate(sel["ranking"][: max(5, len(sel["picks"]))]):
+        arm = one(r + 1) if r < len(sel["picks"]) else ""
+        lines.append(
+            f"| {r + 1} | `{row['example']}` ({row['index']}) | {row['variance']:.4f} | "
+            f"{row['visits']} | {row['mean']:.3f} | {arm} |"
+        )
+    return [*lines, ""]
+
+
+def add_flags(parser) -> None:
+    repro.add_flags(parser, "runs/one_shot", seeds=3, steps=100)
+    parser.add_argument(
+        "--select_pool", type=int, default=128,
+        help="selection run: rank the first n training problems (--quick: 8)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--select_steps", type=int, default=50,
+        help="selection run: RL updates per learner (--quick: 2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--examples", type=int, default=2, help="selected examples with their own 1-shot arm"
+    )
+
+
+def check_flags(parser, args) -> None:
+    repro.check_flags(parser, args)
+    if args.quick:
+        args.select_pool, args.select_steps = 8, 2
+    for name, low in (("select_pool", 2), ("select_steps", 1), ("examples", 2)):
+        value = getattr(args, name)
+        if value < low:
+            parser.error(f"--{name}={value} is invalid; allowed: an integer >= {low}")
+    if args.examples > args.select_pool:
+        parser.error(
+            f"--examples={args.examples} is invalid; allowed: at most --select_pool="
+            f"{args.select_pool}"
+        )
+    chunk = 1 if args.quick else 10
+    if args.select_steps % min(chunk, args.select_steps):
+        parser.error(
+            f"--select_steps={args.select_steps} is invalid; allowed: a multiple of {chunk}"
+        )
+
+
 def main(argv=None):
     cli.quiet_logs()
     parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/one_shot", seeds=3, steps=100)
+    add_flags(parser)
     args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
+    check_flags(parser, args)
     start = time.perf_counter()
     chunk = 1 if args.quick else 10
+    sel = select(args, chunk)
     result = repro.train(
-        args, populations(), chunk_steps=chunk, final_samples=16, final_problems=200
+        args, populations(sel["picks"]), chunk_steps=chunk, final_samples=16, final_problems=200
     )
+    result["seconds"]["select"] = sel["seconds"]
+    result["cpu_seconds"]["select"] = sel["cpu_seconds"]
     arms = result["arms"]
     ends = repro.chunk_ends(result["updates"], chunk)
     post = {k: post_saturation(a, result["updates"], ends) for k, a in arms.items()}
@@ -159,12 +325,14 @@ def main(argv=None):
         "entropy": lambda a: repro.late(a, "entropy"),
     }
     rows = repro.summaries(arms, columns)
-    decided, claim_lines = verdicts(arms, post)
+    decided, claim_lines = verdicts(arms, post, args.examples)
     base = next(iter(arms.values()))["base"]
     examples = result["examples"]
     context = [
         f"Base: pass@1 {base['pass@1']:.3f} ({base['num_problems']} held-out problems). "
         f"Training examples: {examples}. Train accuracy and entropy over the last 20% of updates.",
+        "",
+        *selection_lines(sel),
     ]
     after = [
         "Post-saturation test gain (per learner that saturates): "
@@ -188,6 +356,7 @@ def main(argv=None):
         extra={
             "post_saturation": post,
             "examples": examples,
+            "selection": sel,
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
         },
     )

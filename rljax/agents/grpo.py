@@ -67,6 +67,7 @@ class Config:
     host_scorer: Callable | None = None  # device_reward.host_scorer for reward_kind "host"
     # None: full-parameter learners; else params are adapters over TaskData's shared base
     lora: lora.LoraConfig | None = None
+    log_problems: int = 0  # n: also report the training accuracy of problems 0..n-1 per step
 
 
 class Hparams(NamedTuple):
@@ -159,7 +160,8 @@ def validate(config: Config) -> None:
         raise ValueError(f"temperature={config.temperature!r} is invalid; allowed: > 0")
     if not 0 < config.top_p <= 1:
         raise ValueError(f"top_p={config.top_p!r} is invalid; allowed: in (0, 1]")
-    checks.check_int("num_levels", config.num_levels, low=0)
+    for name in ("num_levels", "log_problems"):
+        checks.check_int(name, getattr(config, name), low=0)
     if config.format_weight < 0 or config.reference_samples < 0:
         raise ValueError("format_weight and reference_samples must be >= 0")
 
@@ -168,8 +170,7 @@ def _optimizer(config: Config) -> optax.GradientTransformation:
     """AdamW without its step size and weight decay: both are per-learner leaves, applied as
     p ← p − lr·(u + wd·p) (`update`), which is `add_decayed_weights` then the step size."""
     return optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm),
-        optax.scale_by_adam(b2=0.99),
+        optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(b2=0.99)
     )
 
 
@@ -340,19 +341,18 @@ def step(config: Config, data: TaskData, state: State, sampler=None, behaviour=N
     num_updates = (hp.num_epochs * hp.num_minibatches).astype(jnp.float32)
     metrics = {k: jnp.sum(v) / num_updates for k, v in metrics.items()}
     valid = jnp.repeat(ro.group_valid, G)
-    metrics.update(
-        {
-            "reward/mean": jnp.mean(ro.rewards),
-            "correct/mean": jnp.mean(ro.verified),
-            "adv/abs_mean": jnp.sum(jnp.abs(batch.adv) * valid) / jnp.maximum(valid.sum(), 1),
-            "groups/kept_frac": jnp.mean(ro.group_valid),
-            "groups/zero_var_frac": jnp.mean(jnp.std(ro.rewards, axis=1) == 0),
-            "groups/zero_adv_frac": zero_advantage_share(batch.adv.reshape(-1, G), ro.group_valid),
-            "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
-            "tokens/generated": ro.generated,
-            **extra,
-        }
-    )
+    metrics.update({
+        "reward/mean": jnp.mean(ro.rewards),
+        "correct/mean": jnp.mean(ro.verified),
+        "adv/abs_mean": jnp.sum(jnp.abs(batch.adv) * valid) / jnp.maximum(valid.sum(), 1),
+        "groups/kept_frac": jnp.mean(ro.group_valid),
+        "groups/zero_var_frac": jnp.mean(jnp.std(ro.rewards, axis=1) == 0),
+        "groups/zero_adv_frac": zero_advantage_share(batch.adv.reshape(-1, G), ro.group_valid),
+        "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
+        "tokens/generated": ro.generated, **extra,
+    })  # fmt: skip
+    if config.log_problems:  # per-problem training accuracy (1-shot RLVR's example selection)
+        metrics.update(groups.problem_accuracy(ro.problem, ro.verified, config.log_problems))
     bandit = state.curriculum
     if config.num_levels:  # every learner tracks its levels; only sec / ucb draw by them
         # The bandit's reward for a trained group: its mean |A| (0 for a dropped group).

@@ -168,3 +168,29 @@ def zero_advantage_share(adv: jax.Array, group_valid: jax.Array) -> jax.Array:
     """
     zero = jnp.all(jnp.abs(adv) < 1e-6, axis=1)
     return jnp.sum(zero * group_valid) / jnp.maximum(jnp.sum(group_valid), 1)
+
+
+PROBLEM_KEY = "problem/correct"  # + i: a step's training accuracy on problem i (NaN: not drawn)
+
+
+def problem_accuracy(problem: jax.Array, verified: jax.Array, num: int) -> dict[str, jax.Array]:
+    """The step's training accuracy on each of the first `num` problems of the table.
+
+    acc_i = mean of the verifier's verdicts over every completion of the step's groups on
+    problem i (several groups on one problem count as one visit); NaN where no group drew it.
+    1-shot RLVR ranks examples by the variance of acc_i over the visits of a run.
+
+    Args:
+      problem: `[B]` table rows of the step's groups.
+      verified: `[B × G]` 0/1 verdicts, rows problem-major.
+      num: how many leading problems to report.
+
+    Returns:
+      ``{f"{PROBLEM_KEY}{i}": scalar}`` for i < num.
+    """
+    B = problem.shape[0]
+    per_group = jnp.mean(verified.reshape(B, -1).astype(jnp.float32), axis=1)  # [B]
+    hit = (problem[None, :] == jnp.arange(num)[:, None]).astype(jnp.float32)  # [num, B]
+    count = jnp.sum(hit, axis=1)
+    acc = jnp.where(count > 0, hit @ per_group / jnp.maximum(count, 1.0), jnp.nan)
+    return {f"{PROBLEM_KEY}{i}": acc[i] for i in range(num)}

@@ -44,7 +44,9 @@ RESUMABLE_FIELDS = (
 INT_FIELDS = dict.fromkeys(  # integer fields and their lowest allowed value
     ("num_seeds", "steps", "chunk_steps", "checkpoint_every", "prompts_per_step", "oversample",
      "eval_problems", "final_problems", "final_samples", "cpu_devices"), 1,
-) | {"group_size": 2, "reference_samples": 0, "train_problems": 0}  # fmt: skip
+) | {"group_size": 2, "reference_samples": 0, "train_problems": 0, "log_problems": 0}  # fmt: skip
+# Fields left out of a run's fingerprint while empty: the runs from before them keep theirs.
+QUIET_WHEN_EMPTY = ("lora", "train_examples", "log_problems")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +86,8 @@ class LMRunConfig:
     # same fields; used instead of the full product of `sweep` (which must then be empty).
     design: tuple[tuple[tuple[str, object], ...], ...] = ()
     train_problems: int = 0  # RL draws from the first n problems of its split (0 = all)
+    train_examples: tuple[int, ...] = ()  # or from these problems of it only (1-shot's picks)
+    log_problems: int = 0  # metrics: training accuracy of problems 0..n-1 at every update
     # SELF-style data curation: RL draws only from this fraction of its training problems, those
     # whose reference solution the SFT base finds least likely (0 = all problems).
     least_likely: float = 0.0
@@ -102,6 +106,8 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         max_level=config.max_level,
         min_level=config.min_level,
         train_problems=config.train_problems,
+        train_examples=tuple(config.train_examples),
+        log_problems=config.log_problems,
         least_likely=config.least_likely,
         preset=config.preset,
         rl=tuple(config.rl.items()),
@@ -200,16 +206,7 @@ def validate(run: LMRunConfig) -> list[dict]:
     for name, low in INT_FIELDS.items():
         checks.check_int(name, getattr(run, name), low=low)
     learner_maps.check_learner_map(run.learner_map)
-    if isinstance(run.least_likely, bool) or not 0.0 <= run.least_likely < 1.0:
-        raise ValueError(
-            f"least_likely={run.least_likely!r} is invalid; allowed: a fraction in [0, 1) "
-            "(0 = every training problem)"
-        )
-    if run.least_likely and run.train_problems:
-        raise ValueError(
-            f"least_likely={run.least_likely} with train_problems={run.train_problems}: choose "
-            "one way to select the training problems (set the other to 0)"
-        )
+    selection.check(run.least_likely, run.train_problems, run.train_examples)
     if run.steps % run.chunk_steps:
         raise ValueError(
             f"chunk_steps={run.chunk_steps} does not divide steps={run.steps}; allowed: a divisor"
@@ -258,13 +255,15 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         num_levels=task.num_levels,
         eval_seed=run.seed,
         lora=lora.from_fields(dict(run.lora)),
+        log_problems=run.log_problems,
     )
 
 
 def problems(run: LMRunConfig) -> tuple[list, list, list]:
     """(SFT problems, RL training problems, held-out problems) of a run (`level_splits`)."""
     levels = dict(max_level=run.max_level, min_level=run.min_level)
-    return level_splits(run.task, run.data_dir, **levels, train_problems=run.train_problems)
+    picks = dict(train_problems=run.train_problems, train_examples=run.train_examples)
+    return level_splits(run.task, run.data_dir, **levels, **picks)
 
 
 def build(run: LMRunConfig, points: list[dict]):
@@ -322,14 +321,15 @@ def spec(run_cfg: LMRunConfig, agent_cfg, data, hparams: list[dict], points) -> 
     )
 
 
-LOOP_OPTIONS = dict(  # the host loop's settings of an RLVR population
-    final_window=1e-9,  # the last quick evaluation
-    score_key="eval/pass@1",
-    count_key=None,
-    score_name="pass@1",
-    x_name="samples",
-    rows_per_learner=True,
-)
+LOOP_OPTIONS = dict(  # the host loop's settings of an RLVR population (the last quick evaluation)
+    final_window=1e-9, score_key="eval/pass@1", count_key=None, score_name="pass@1",
+    x_name="samples", rows_per_learner=True,
+)  # fmt: skip
+
+
+def fingerprint_config(run: LMRunConfig) -> dict:
+    """The run's fields as its fingerprint holds them (`QUIET_WHEN_EMPTY` ones only when set)."""
+    return {k: v for k, v in dataclasses.asdict(run).items() if v or k not in QUIET_WHEN_EMPTY}
 
 
 @dataclasses.dataclass
@@ -354,7 +354,7 @@ def run(run_cfg: LMRunConfig):
 def train(run_cfg: LMRunConfig) -> Outcome:
     """Validates, builds, trains the population, evaluates and reports (results.md/json)."""
     points = validate(run_cfg)
-    config = {k: v for k, v in dataclasses.asdict(run_cfg).items() if v or k != "lora"}
+    config = fingerprint_config(run_cfg)
     start = fingerprint.resume_point(
         run_cfg.workdir,
         config,

@@ -2,8 +2,10 @@
 passk_divergence, rover_lm): --quick trains every arm as populations of the tiny model and writes
 tables with finite statistics; bad flags fail early."""
 
+import json
 import math
 
+import numpy as np
 import pytest
 
 
@@ -66,11 +68,42 @@ def test_reward_validity_quick(run_quick):
 
 @pytest.mark.slow
 @pytest.mark.timeout(500)
-def test_one_shot_quick(run_quick):
+def test_one_shot_quick(run_quick, tmp_path):
     res = run_quick("one_shot.py", timeout=480)
-    assert len(res["arms"]) == 6  # the inert no-weight-decay arm is gone
+    one = [f"1 example (π{k})" for k in (1, 2)]
+    entropy = [
+        f"{one[0]}, {x}" for x in ("entropy 0.001", "entropy 0.01", "entropy only (no reward)")
+    ]
+    assert set(res["arms"]) == {*one, *entropy, "2 examples (π1, π2)", "full set"}
     _finite_table(res)
-    assert len(res["examples"]["one"]) == 1 and len(res["examples"]["two"]) == 2
+    # The selected examples are the top-variance problems of what the selection run recorded:
+    # its per-problem training accuracy at every update, read back from its metrics.jsonl.
+    sel = res["selection"]
+    rows = [json.loads(line) for line in (tmp_path / "select" / "metrics.jsonl").open()]
+    updates = sorted({r["update"] for r in rows})
+    acc = np.full((res["seeds"], len(updates), sel["pool"]), np.nan)
+    for r in rows:
+        for i in range(sel["pool"]):
+            value = r.get(f"problem/correct{i}")
+            acc[r["seed"], updates.index(r["update"]), i] = np.nan if value is None else value
+    assert len(updates) == sel["steps"] and np.isfinite(acc).any(axis=2).all()  # every update
+    visits = np.isfinite(acc).sum(axis=(0, 1))
+    with np.errstate(all="ignore"):
+        var = np.nanvar(acc.reshape(-1, sel["pool"]), axis=0)
+    ranked = [i for i in range(sel["pool"]) if visits[i] >= sel["min_visits"]]
+    want = sorted(ranked, key=lambda i: (-var[i], i))
+    assert [r["index"] for r in sel["ranking"]] == want
+    assert sel["picks"] == want[:2]
+    np.testing.assert_allclose([r["variance"] for r in sel["ranking"]], var[want], atol=1e-12)
+    assert [r["visits"] for r in sel["ranking"]] == visits[want].tolist()
+    # Each 1-shot population trained on its one selected example only, the 2-shot on both.
+    names = [r["example"] for r in sel["ranking"][:2]]
+    for k, (index, name) in enumerate(zip(sel["picks"], names, strict=True)):
+        config = json.loads((tmp_path / f"one_pi{k + 1}" / "config.json").read_text())
+        assert config["train_examples"] == [index] and config["train_problems"] == 0
+        assert res["examples"][f"one_pi{k + 1}"] == [name]
+    assert res["examples"]["two"] == names
+    assert "full" not in res["examples"]  # the full set: every training problem
 
 
 @pytest.mark.slow

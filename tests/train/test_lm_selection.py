@@ -1,14 +1,16 @@
 """SELF-style curation: RL trains only on the problems whose reference solution the base finds
-least likely; the selection is checked against a one-problem-at-a-time NumPy computation."""
+least likely; the selection is checked against a one-problem-at-a-time NumPy computation. 1-shot
+RLVR's selection: per-problem training accuracy of a step and the variance ranking, by hand."""
 
 import dataclasses
+import re
 
 import jax
 import numpy as np
 import pytest
 
 from configs import grpo as grpo_config
-from rljax.lm import selection, tokenizer
+from rljax.lm import groups, selection, tokenizer
 from rljax.lm.data import completion_length, encode_problems, prompt_length
 from rljax.lm.model import TransformerConfig, forward, init_params
 from rljax.lm.tasks import TASKS, make_split
@@ -67,11 +69,47 @@ def test_encoded_batch_matches_the_unpadded_reference_layout():
         ({"least_likely": 1.0}, "least_likely=1.0 is invalid; allowed: a fraction in [0, 1)"),
         ({"least_likely": -0.1}, "least_likely=-0.1 is invalid"),
         ({"least_likely": True}, "least_likely=True is invalid"),
-        ({"least_likely": 0.5, "train_problems": 4}, "least_likely=0.5 with train_problems=4"),
+        ({"least_likely": 0.5, "train_problems": 4}, "least_likely=0.5, train_problems=4"),
+        ({"train_problems": 4, "train_examples": (1,)}, "train_problems=4, train_examples=(1,)"),
+        ({"train_examples": (3, 3)}, "train_examples=(3, 3) is invalid; allowed: distinct"),
+        ({"train_examples": (-1,)}, "train_examples=(-1,) is invalid"),
+        ({"train_examples": (True,)}, "train_examples=(True,) is invalid"),
+        ({"log_problems": -1}, "log_problems=-1 is invalid; allowed: an integer >= 0"),
     ],
 )
 def test_bad_selection_fails_before_anything_is_built(tmp_path, changes, message):
     run = lm_experiment.from_config(grpo_config.get_config("arithmetic,tiny"), str(tmp_path / "x"))
     run = dataclasses.replace(run, **changes)
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         lm_experiment.validate(run)
+
+
+def test_problem_accuracy_is_each_problems_mean_verdict_in_the_step():
+    # B = 4 groups of G = 2 on problems 2, 0, 2, 3 of a table of 5 (problem 1 and 4 not drawn)
+    problem = np.asarray([2, 0, 2, 3])
+    verified = np.asarray([1, 1, 0, 1, 1, 0, 0, 0], np.float32)  # group means 1, ½, ½, 0
+    got = {k: float(v) for k, v in groups.problem_accuracy(problem, verified, 5).items()}
+    assert list(got) == [f"{groups.PROBLEM_KEY}{i}" for i in range(5)]
+    # problem 2 twice in one step: one visit of accuracy (1 + 0 + 1 + 1) / 4
+    want = [0.5, np.nan, 0.75, 0.0, np.nan]
+    np.testing.assert_allclose(list(got.values()), want)
+    assert len(groups.problem_accuracy(problem, verified, 2)) == 2  # only the first n reported
+
+
+def test_by_variance_ranks_pooled_visits_with_ties_to_the_lower_index():
+    nan = np.nan
+    # [learners 2, updates 3, problems 5]
+    acc = np.asarray(
+        [
+            [[0.0, 1.0, 0.5, nan, 0.25], [1.0, 1.0, 0.5, 0.0, nan], [nan, 1.0, nan, nan, nan]],
+            [[1.0, nan, 0.5, nan, 0.75], [0.0, 1.0, nan, nan, nan], [nan, 1.0, 0.5, nan, nan]],
+        ]
+    )
+    order, var, visits = selection.by_variance(acc)
+    # problem 0: 0, 1, 1, 0 -> var 1/4; 1: all 1 -> 0; 2: all ½ -> 0; 3: one visit; 4: ¼, ¾ -> 1/16
+    np.testing.assert_allclose(var, [0.25, 0.0, 0.0, nan, 0.0625])
+    assert visits.tolist() == [4, 5, 4, 1, 2]
+    assert order.tolist() == [0, 4, 1, 2]  # 3 unranked; 1 and 2 tie, the lower index first
+    assert selection.by_variance(acc, min_visits=3)[0].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="min_visits=1 is invalid"):
+        selection.by_variance(acc, min_visits=1)

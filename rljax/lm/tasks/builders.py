@@ -135,19 +135,29 @@ def load_problems(task_name: str, split: str, data_dir: str) -> list[Problem]:
 
 
 def level_splits(
-    task_name: str, data_dir: str, *, max_level: int = 0, min_level: int = 1, train_problems=0
-) -> tuple[list[Problem], list[Problem], list[Problem]]:
+    task_name: str, data_dir: str, *, max_level: int = 0, min_level: int = 1, train_problems=0,
+    train_examples=(),
+) -> tuple[list[Problem], list[Problem], list[Problem]]:  # fmt: skip
     """(SFT problems, RL training problems, held-out problems) of one range of levels.
 
     The SFT base sees every level up to `max_level` (0: all); RL trains on levels >= `min_level`,
-    only the first `train_problems` if nonzero (1-shot RLVR & co.); the held-out problems are
-    levels `min_level..max_level`, sorted by (level, prompt).
+    only the first `train_problems` if nonzero (1-shot RLVR & co.), or only the problems at the
+    indices `train_examples` if given (1-shot RLVR's selected examples, in that order); the
+    held-out problems are levels `min_level..max_level`, sorted by (level, prompt).
     """
     top = max_level or float("inf")
     sft = [p for p in load_problems(task_name, "train", data_dir) if p.level <= top]
     train = [p for p in sft if p.level >= min_level]
     test = [p for p in load_problems(task_name, "test", data_dir) if min_level <= p.level <= top]
     test = sorted(test, key=lambda p: (p.level, p.prompt))
+    if train_examples:
+        bad = [i for i in train_examples if not 0 <= i < len(train)]
+        if bad:
+            raise ValueError(
+                f"train_examples={tuple(train_examples)} names problem {bad[0]}; allowed: "
+                f"indices 0..{len(train) - 1} of the {len(train)} training problems"
+            )
+        return sft, [train[i] for i in train_examples], test
     return sft, train[:train_problems] if train_problems else train, test
 
 
