@@ -109,14 +109,23 @@ def readme_table(cards: dict, page_dir: str = "", machine: bool = False) -> str:
     ]
     for card in cards.values():
         figs, whens = [], []
-        for s in card["seed_sets"]:
-            parts = [f"{label} {_figure_text(card, s, name)}" for label, name in _headline(card)
-                     if name in s["figures"]]  # fmt: skip
-            prefix = f"{_label(s)}: " if len(card["seed_sets"]) > 1 else ""
-            figs.append(prefix + "; ".join(parts))
+        sets = card["seed_sets"]
+        for s in sets:
             when = _when(s) if machine else f"{s['date']}, `{s['commit']}`"
             if when not in whens:
                 whens.append(when)
+        if card.get("kind") != "benchmark" and len(sets) > 1:
+            # a reproduction's seed sets side by side: "seeds A / B: label x [ci] / y [ci]"
+            figs.append(" / ".join(_label(s) for s in sets) + ": " + "; ".join(
+                f"{label} " + " / ".join(_figure_text(card, s, name) for s in sets)
+                for label, name in _headline(card)
+                if all(name in s["figures"] for s in sets)
+            ))  # fmt: skip
+        for s in sets if not figs else ():
+            parts = [f"{label} {_figure_text(card, s, name)}" for label, name in _headline(card)
+                     if name in s["figures"]]  # fmt: skip
+            prefix = f"{_label(s)}: " if len(sets) > 1 else ""
+            figs.append(prefix + "; ".join(parts))
         link = f"[{card['short']}]({_relative(card['doc'], page_dir)})"
         verdict = card["verdict"]
         lines.append(f"| {link} | {'<br>'.join(figs)} | {verdict} | {'<br>'.join(whens)} |")
