@@ -73,7 +73,7 @@ import _verdicts  # noqa: E402
 from configs import dqn as dqn_configs  # noqa: E402
 from configs import ppo as ppo_configs  # noqa: E402
 from configs import sqirl as sqirl_configs  # noqa: E402
-from rljax import envs, stats  # noqa: E402
+from rljax import envs, machine, stats  # noqa: E402
 from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
 from rljax.dp import gymnax_tabular  # noqa: E402
 from rljax.dp import horizon as dp_horizon  # noqa: E402
@@ -553,10 +553,7 @@ def main(argv=None) -> str:
         "seeds": seeds,
         "budgets": budgets,
         "resumed": args.resume,
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "command": "python experiments/ablate_effective_horizon.py "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/ablate_effective_horizon.py", argv, t0),
     }
     text = write_outputs(args.workdir, per_env, horizons, corr, meta)
     print(text)

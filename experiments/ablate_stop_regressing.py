@@ -59,7 +59,7 @@ import _population  # noqa: E402
 import _verdicts  # noqa: E402
 
 from configs import dqn as dqn_configs  # noqa: E402
-from rljax import stats  # noqa: E402
+from rljax import machine, stats  # noqa: E402
 from rljax.agents import dqn, learner  # noqa: E402
 from rljax.io import workdir_lock  # noqa: E402
 
@@ -429,9 +429,7 @@ def main(argv=None) -> str:
         )
     meta = {
         "settings": settings,
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "command": "python experiments/ablate_stop_regressing.py " + " ".join(argv or sys.argv[1:]),
+        **machine.run_record("experiments/ablate_stop_regressing.py", argv, t0),
     }
     text = write_outputs(args.workdir, results, meta)
     print(text)

@@ -423,12 +423,7 @@ def main(argv=None) -> str:
     settings.update(hparams=HPARAMS, arms=4, horizon=meta_bandit.HORIZON)
     meta = {
         "settings": settings,
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "machine": machine.describe(),
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "command": "python experiments/emergent_exploration.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/emergent_exploration.py", argv, t0),
     }  # fmt: skip
     text = write_outputs(regret, actions, means, trained, args, meta)
     print(text)

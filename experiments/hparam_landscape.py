@@ -64,7 +64,7 @@ import _population  # noqa: E402
 import _verdicts  # noqa: E402
 
 from configs import ppo as ppo_configs  # noqa: E402
-from rljax import stats  # noqa: E402
+from rljax import machine, stats  # noqa: E402
 from rljax.agents import learner, ppo  # noqa: E402
 from rljax.io import workdir_lock  # noqa: E402
 
@@ -429,10 +429,7 @@ def main(argv=None) -> str:
         "seeds": seeds,
         "test_seeds": test_seeds,
         "steps": steps,
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "command": "python experiments/hparam_landscape.py "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/hparam_landscape.py", argv, t0),
     }
     text = write_outputs(args.workdir, results, meta)
     print(text)

@@ -315,12 +315,7 @@ def main(argv=None) -> str:
         "settings": settings,
         "heldout_goals": np.asarray(heldout).tolist(),
         "invariants": invariants(config, train_goals, heldout, jax.random.PRNGKey(args.seed + 7)),
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "machine": machine.describe(),
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "command": "python experiments/in_context_darkroom.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/in_context_darkroom.py", argv, t0),
     }  # fmt: skip
     text = write_outputs(config, returns, train_returns, curve, args, meta)
     print(text)

@@ -246,12 +246,7 @@ def main(argv=None) -> str:
     meta = {
         "settings": settings,
         "label_leak": label_leak(config, jax.random.PRNGKey(args.seed + 7)),
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "machine": machine.describe(),
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "command": "python experiments/in_context_rl.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/in_context_rl.py", argv, t0),
     }  # fmt: skip
     text = write_outputs(config, regret, curve, args, meta)
     print(text)

@@ -75,7 +75,7 @@ import _population  # noqa: E402
 import _verdicts  # noqa: E402
 
 from configs import dqn as dqn_configs  # noqa: E402
-from rljax import envs, offline_data, stats  # noqa: E402
+from rljax import envs, machine, offline_data, stats  # noqa: E402
 from rljax.agents import dqn, learner, offline  # noqa: E402
 from rljax.envs import rollouts  # noqa: E402
 from rljax.train import population  # noqa: E402
@@ -658,10 +658,7 @@ def main(argv=None) -> str:
     settings.update(hparams=HPARAMS, noise_eps=NOISE_EPS, mixed_expert_share=MIXED_EXPERT_SHARE)
     meta = {
         "settings": settings,
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "command": "python experiments/offline_data_quality.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/offline_data_quality.py", argv, t0),
     }  # fmt: skip
     text = write_outputs(args.workdir, built_all, res, args, meta)
     print(text)

@@ -375,12 +375,7 @@ def main(argv=None) -> str:
     settings.update(hparams=HPARAMS, eps=EPS, p_aug=P_AUG, batch_size=128, hidden=[128, 128])
     meta = {
         "settings": settings,
-        "seconds": time.perf_counter() - t0,
-        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
-        "machine": machine.describe(),
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "command": "python experiments/stitching.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]),
+        **machine.run_record("experiments/stitching.py", argv, t0),
     }  # fmt: skip
     text = write_outputs(env, built, res, args, meta)
     print(text)

@@ -2,6 +2,8 @@
 
 import os
 import platform
+import sys
+import time
 
 import jax
 
@@ -38,3 +40,18 @@ def describe() -> str:
         f"{cpu_model()} | {os.cpu_count()} cores | jax {jax.__version__} | "
         f"{device.platform}:{device.device_kind} x{jax.device_count()}"
     )
+
+
+def run_record(script: str, argv: list[str] | None, started: float) -> dict:
+    """What a study's results file records about its run: the wall seconds since ``started``
+    (a ``time.perf_counter()`` value), the load average at the end, the machine (``describe``),
+    the UTC date, and the command that reproduces it (``script`` with ``argv``, or this process's
+    own arguments when ``argv`` is None)."""
+    args = sys.argv[1:] if argv is None else argv
+    return {
+        "seconds": time.perf_counter() - started,
+        "load": "load average at the end: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()),
+        "machine": describe(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "command": " ".join(["python", script, *args]),
+    }
