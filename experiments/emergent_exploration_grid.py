@@ -118,8 +118,8 @@ CLAIMS = {
 
 
 def agent_config(module, num_updates: int):
-    """The static config of an arm: 64 lifetimes of at most 32 moves per update (the recurrent
-    core carries over rollouts and is reset at every lifetime start)."""
+    """The static config of an arm: 64 environments x 32 steps per update, the longest lifetime
+    (the recurrent core carries over rollouts and is reset at every lifetime start)."""
     common = dict(num_envs=64, num_steps=LIFETIME, num_epochs=4, num_minibatches=4,
                   num_updates=num_updates)  # fmt: skip
     if module is ppo_rnn:
