@@ -31,7 +31,7 @@ ENV_OVERRIDES = {
         "hparams.target_entropy": 0.5,  # nats, below log 3 = 1.10
     },
     # The brax extra (pip install -e ".[brax]"); 1000-step episodes, +1 per step upright.
-    "brax/inverted_pendulum": {"num_seeds": 4, "total_timesteps": 20_000},
+    "brax/inverted_pendulum": {"num_seeds": 4, "total_timesteps": 40_000},
 }
 
 

@@ -37,7 +37,7 @@ TASKS = (
 BACKENDS = ("generalized", "positional", "spring", "mjx")
 # The backend a bare ``brax/<task>`` uses where it is not brax's own default: the fastest on CPU
 # measured (docs/learners_offpolicy.md, section "brax").
-DEFAULT_BACKEND = {"inverted_pendulum": "positional"}
+DEFAULT_BACKEND = {"inverted_pendulum": "spring"}
 EPISODE_LENGTH = 1000  # brax's usual time limit (steps of the wrapped task)
 NAMES = tuple(f"brax/{t}" for t in TASKS) + tuple(f"brax/{t}/{b}" for t in TASKS for b in BACKENDS)
 MISSING = 'brax is not installed; install the optional extra: pip install -e ".[brax]"'
