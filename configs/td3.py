@@ -7,10 +7,11 @@
 The argument picks the environment (default Pendulum-v1); the prefix ``ddpg-`` applies the DDPG
 preset (one critic, no target smoothing, no actor delay). Measured results and run times
 (2-core CPU, shared) are in docs/learners_offpolicy.md.
-Pendulum-v1 (16 seeds x 40k env steps, 2026-11-25, commit eeb7915): final-return IQM -140.8
-[95% CI -165.1, -122.6], 15/16 seeds >= -200; 60 s compile + 415 s on the shared 2-core CPU.
-DDPG (4 seeds x 40k): mean -165.0, 3/4 >= -200. MountainCarContinuous-v0 (4 seeds x 50k): one
-exploring episode reached the flag, the final policies do not (about -23).
+Pendulum-v1 (16 seeds x 40k env steps, 2026-11-28, commit 2788444): final-return IQM -143.2
+[95% CI -164.5, -124.8], 14/16 seeds >= -200; 27 s compile + 269 s on the shared 2-core CPU.
+DDPG (4 seeds x 40k, same day and commit): mean -163.4, 3/4 >= -200. MountainCarContinuous-v0
+(4 seeds x 50k, 2026-11-25, before TD3's update became critic-only steps then one actor step):
+one exploring episode reached the flag, the final policies do not (about -23).
 """
 
 import ml_collections

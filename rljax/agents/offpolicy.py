@@ -3,9 +3,13 @@ common settings, the replay row, data collection, one-step batches, gated Adam a
 
 Every learner's ``update`` is: ``rollout_steps`` batched steps of ``num_envs`` environments
 (uniformly random actions until ``learning_starts`` env steps, then the learner's behaviour
-policy), written to a uniform replay buffer, then ``grad_steps`` gradient steps. Before
-``learning_starts`` the gradient steps are computed but not applied (``jnp.where`` on the
-parameters and optimizer states), so a population's members stay in lockstep under ``vmap``.
+policy), written to a uniform replay buffer, then the learner's gradient steps. Before
+``learning_starts`` they are skipped: every member of a population holds the same update count,
+so ``population_any`` turns "is any member learning yet" into one value shared by the vmapped
+members and ``lax.cond`` on it runs one branch, not both (a ``lax.cond`` on a per-member value
+becomes a select under ``vmap``, which computes both). Inside the branch each member's steps are
+still kept only where that member learns (``jnp.where``), so members with different counts
+(never the case in a population) would still be exact.
 """
 
 from collections.abc import Callable
@@ -14,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
+from jax import custom_batching
 
 from rljax import checks, replay
 from rljax.envs import gymnax_env
@@ -175,6 +180,19 @@ def polyak(target, online, tau: jax.Array, apply: jax.Array):
     return jax.tree.map(lambda m, t: jnp.where(apply, m, t), mixed, target)
 
 
+@custom_batching.custom_vmap
+def population_any(flag: jax.Array) -> jax.Array:
+    """``flag`` (bool scalar) for one agent; under ``vmap``, whether any member's flag is set, as
+    one unbatched value (a ``lax.cond`` on it stays a branch instead of becoming a select)."""
+    return flag
+
+
+@population_any.def_vmap
+def _population_any_vmap(axis_size, in_batched, flag):
+    del axis_size
+    return (jnp.any(flag) if in_batched[0] else flag), False
+
+
 def grad_steps(step_fn, state, key: jax.Array, num_steps: int):
     """``num_steps`` calls of ``step_fn(state, key) -> (state, metrics)``; metrics averaged."""
     if num_steps == 1:
@@ -183,15 +201,23 @@ def grad_steps(step_fn, state, key: jax.Array, num_steps: int):
     return state, jax.tree.map(jnp.mean, metrics)
 
 
-def update(config: Any, env: gymnax_env.Env, state, policy, grad_step, steps_per_update: int):
-    """One update of an off-policy learner: act and store, then ``config.grad_steps`` steps.
+def each_step(grad_step, num_steps: int):
+    """The gradient phase of ``num_steps`` identical steps ``grad_step(state, key, learning)``,
+    as ``update`` takes it: ``(state, key, learning) -> (state, metrics)``."""
+    return lambda s, key, learning: grad_steps(lambda t, k: grad_step(t, k, learning), s, key,
+                                               num_steps)  # fmt: skip
 
-    Uniform random actions until ``config.learning_starts`` env steps; gradient steps apply once
-    the update reaches that count (before it they run with ``learning`` false and change nothing).
+
+def update(config: Any, env: gymnax_env.Env, state, policy, learn, steps_per_update: int):
+    """One update of an off-policy learner: act and store, then the gradient phase ``learn``.
+
+    Uniform random actions until ``config.learning_starts`` env steps; the gradient phase runs
+    once the update reaches that count (before it, it is skipped and its metrics are 0).
 
     Args:
       policy: ``(params, obs, key) -> action``, the learner's exploration policy.
-      grad_step: ``(state, key, learning) -> (state, metrics)``, one gradient step.
+      learn: ``(state, key, learning) -> (state, metrics)``, the update's gradient steps, each
+        kept only where ``learning`` (bool scalar); it changes no ``buffer`` or ``env``.
       steps_per_update: env steps one update takes.
 
     Returns:
@@ -207,10 +233,21 @@ def update(config: Any, env: gymnax_env.Env, state, policy, grad_step, steps_per
     )  # fmt: skip
     state = state._replace(env=env_state, buffer=buffer)
     learning = env_steps + steps_per_update >= config.learning_starts
-    step = lambda s, k: grad_step(s, k, learning)  # noqa: E731
-    state, grad_metrics = grad_steps(step, state, grad_key, config.grad_steps)
+
+    # The branches return the state without its replay and environments (read, never written
+    # here), so the conditional carries only the networks and optimizer states.
+    def _learned(s):
+        new, grad_metrics = learn(s, grad_key, learning)
+        return new._replace(buffer=None, env=None), grad_metrics
+
+    out_shape = jax.eval_shape(_learned, state)
+    skip = lambda s: (
+        s._replace(buffer=None, env=None),  # noqa: E731
+        jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), out_shape[1]),
+    )
+    new, grad_metrics = jax.lax.cond(population_any(learning), _learned, skip, state)
     metrics.update(grad_metrics)
-    return state._replace(step=state.step + 1), metrics
+    return new._replace(buffer=buffer, env=env_state, step=state.step + 1), metrics
 
 
 def actor_and_critics(config: Any, env: gymnax_env.Env) -> tuple:

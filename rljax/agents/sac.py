@@ -242,7 +242,8 @@ def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, di
     """
     policy = lambda p, obs, k: _act(config, env, p["actor"], obs, k)  # noqa: E731
     grad_step = lambda s, k, learning: _grad_step(config, env, s, k, learning)  # noqa: E731
-    return offpolicy.update(config, env, state, policy, grad_step, env_steps_per_update(config))
+    learn = offpolicy.each_step(grad_step, config.grad_steps)
+    return offpolicy.update(config, env, state, policy, learn, env_steps_per_update(config))
 
 
 def train_chunk(

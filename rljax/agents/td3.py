@@ -4,13 +4,17 @@ A deterministic actor ``μ(s) = tanh(MLP(s))`` explores with Gaussian noise ``N(
 Critics regress on the clipped double-Q target ``r + γ min_k Q'_k(s', ã')`` where the target
 action is smoothed, ``ã' = clip(μ'(s') + clip(ε, -c, c), -1, 1)``, ``ε ~ N(0, σ_target²)``
 (target policy smoothing). The actor follows the deterministic policy gradient of ``Q_1`` and,
-with the target networks, is updated only every ``policy_delay`` gradient steps (delayed actor).
+with the target networks, is updated only every ``policy_delay`` critic steps (delayed actor):
+``policy_delay`` critic-only steps (the critics' loss alone is differentiated and stepped), then
+one actor step on the last critic step's batch against the just-updated critic, then the targets'
+Polyak step (Fujimoto et al. 2018, Algorithm 1).
 
 DDPG is the preset ``num_critics=1, policy_delay=1, target_noise=0`` (configs/td3.py:ddpg-*):
 one critic, no smoothing, the actor stepped with every critic step.
 
 One ``update``: collect ``num_envs × rollout_steps`` steps (uniformly random actions before
-``learning_starts``), then ``grad_steps`` gradient steps. Maths: ``rljax.losses.value``
+``learning_starts``, no gradient step until then), then ``grad_steps`` critic steps and their
+actor steps (``_learn``). Maths: ``rljax.losses.value``
 (``clipped_double_q_target``) and ``rljax.losses.actor_critic``
 (``deterministic_policy_gradient``).
 """
@@ -97,7 +101,7 @@ class State(NamedTuple):
     env: rollout_lib.RolloutState
     key: jax.Array  # fixed per agent; per-update keys are fold_in(key, step)
     step: jax.Array  # updates done (int32)
-    grad_step: jax.Array  # gradient steps applied (int32): the actor steps when it hits the delay
+    grad_step: jax.Array  # critic steps applied (int32): the actor steps at multiples of the delay
     hparams: Hparams
 
 
@@ -145,62 +149,130 @@ def act(
     return offpolicy.to_env_action(env, _act(config, env, state.params["actor"], obs, key, noise))
 
 
-def loss_fn(params, target_params, config: Config, env, batch: replay.NStep, hparams, key):
-    """Critic loss and actor loss of one batch ``[N, ...]``, and the metrics.
+def critic_loss_fn(critic_params, target_params, config: Config, env, batch: replay.NStep,
+                   hparams, key):  # fmt: skip
+    """The critics' loss on one batch ``[N, ...]``: ``Σ_k mean_N (y - Q_k(s, a))²`` with the
+    clipped double-Q target ``y`` of the target networks at the smoothed target action.
 
-    The actor's loss sees the critic through ``stop_gradient``, so one backward pass gives both
-    gradients; the caller applies the actor's only every ``policy_delay`` steps.
+    Returns:
+      ``(loss, metrics)``; the gradient is with respect to ``critic_params`` only.
     """
-    sg = jax.lax.stop_gradient
     actor, critics = networks(config, env)
     mu_tp1 = actor.apply(target_params["actor"], batch.next_obs)
     eps = hparams.target_noise * jax.random.normal(key, mu_tp1.shape)
     a_tp1 = jnp.clip(mu_tp1 + jnp.clip(eps, -hparams.noise_clip, hparams.noise_clip), -1, 1)
     q_tp1 = critics.apply(target_params["critic"], batch.next_obs, a_tp1)
     y = value.clipped_double_q_target(batch.reward, batch.discount, q_tp1)
-    q_t = critics.apply(params["critic"], batch.obs, batch.action)  # [K, N]
+    q_t = critics.apply(critic_params, batch.obs, batch.action)  # [K, N]
     critic_loss = jnp.sum(reduce.masked_mean(value.l2(y[None] - q_t), axis=-1))
-    q_mu = critics.apply(sg(params["critic"]), batch.obs, actor.apply(params["actor"], batch.obs))
-    actor_loss = reduce.masked_mean(actor_critic.deterministic_policy_gradient(q_mu[0]))
-    metrics = {"loss/value": critic_loss, "loss/policy": actor_loss, "q/taken": jnp.mean(q_t)}
-    return critic_loss + actor_loss, metrics
+    return critic_loss, {"loss/value": critic_loss, "q/taken": jnp.mean(q_t)}
 
 
-def _grad_step(config, env, state: State, key: jax.Array, learning: jax.Array):
-    """One batch: a critic step; every ``policy_delay``-th step also the actor and the targets."""
+def actor_loss_fn(actor_params, critic_params, config: Config, env, obs: jax.Array):
+    """The actor's loss ``mean_N -Q_1(s, μ(s))`` on observations ``[N, ...]``: the deterministic
+    policy gradient through the first critic alone (the others are not evaluated)."""
+    actor, _ = networks(config, env)
+    first = continuous.Critics(config.hidden, 1, 0, config.activation)
+    first_params = {"params": {"MLP_0": critic_params["params"]["MLP_0"]}}
+    q_mu = first.apply(first_params, obs, actor.apply(actor_params, obs))  # [1, N]
+    return reduce.masked_mean(actor_critic.deterministic_policy_gradient(q_mu[0]))
+
+
+def _critic_step(config, env, state: State, key: jax.Array, learning: jax.Array):
+    """One batch, one critic step (kept where ``learning``): ``(state, metrics, batch)``."""
     batch_key, loss_key = jax.random.split(key)
     hp = state.hparams
     batch = offpolicy.sample_batch(env, state.buffer, batch_key, config.batch_size, hp.gamma)
-    grads, metrics = jax.grad(loss_fn, has_aux=True)(
-        state.params, state.target_params, config, env, batch, hp, loss_key
+    grads, metrics = jax.grad(critic_loss_fn, has_aux=True)(
+        state.params["critic"], state.target_params, config, env, batch, hp, loss_key
     )
-    delayed = learning & ((state.grad_step + 1) % config.policy_delay == 0)
     critic, critic_opt = offpolicy.adam_step(
-        state.params["critic"], state.opt_state["critic"], grads["critic"], hp.lr_critic, learning
+        state.params["critic"], state.opt_state["critic"], grads, hp.lr_critic, learning
+    )
+    return (
+        state._replace(
+            params={**state.params, "critic": critic},
+            opt_state={**state.opt_state, "critic": critic_opt},
+            grad_step=state.grad_step + learning.astype(jnp.int32),
+        ),
+        metrics,
+        batch,
+    )
+
+
+def _actor_step(config, env, nets: tuple, hparams: Hparams, obs: jax.Array, apply: jax.Array):
+    """One actor step on ``obs`` against the current first critic, then the targets' Polyak
+    step, both kept where ``apply``. ``nets = (params, target_params, opt_state)``."""
+    params, target_params, opt_state = nets
+    loss, grads = jax.value_and_grad(actor_loss_fn)(
+        params["actor"], params["critic"], config, env, obs
     )
     actor, actor_opt = offpolicy.adam_step(
-        state.params["actor"], state.opt_state["actor"], grads["actor"], hp.lr_actor, delayed
+        params["actor"], opt_state["actor"], grads, hparams.lr_actor, apply
     )
-    params = {"actor": actor, "critic": critic}
-    target = offpolicy.polyak(state.target_params, params, hp.tau, delayed)
-    return state._replace(
-        params=params,
-        target_params=target,
-        opt_state={"actor": actor_opt, "critic": critic_opt},
-        grad_step=state.grad_step + learning.astype(jnp.int32),
-    ), metrics
+    params = {**params, "actor": actor}
+    target = offpolicy.polyak(target_params, params, hparams.tau, apply)
+    return (params, target, {**opt_state, "actor": actor_opt}), loss
+
+
+def _learn(config, env, state: State, key: jax.Array, learning: jax.Array):
+    """The gradient phase of one update: ``grad_steps`` critic steps; after every
+    ``policy_delay``-th (counted over the run by ``grad_step``) one actor step on that step's
+    batch and the target networks' step.
+
+    When ``policy_delay`` divides ``grad_steps`` (the shipped configs) every update starts a
+    cycle, so the cycle is unrolled statically: ``policy_delay`` critic-only steps (no actor
+    gradient, no actor Adam step), then the actor's. Otherwise the actor step sits in a
+    ``lax.cond`` on whether any member is due (``offpolicy.population_any``): in a population
+    the members share their counts, so it runs only when due.
+    """
+    delay, hp = config.policy_delay, state.hparams
+    nets = lambda s: (s.params, s.target_params, s.opt_state)  # noqa: E731
+    put = lambda s, n: s._replace(params=n[0], target_params=n[1], opt_state=n[2])  # noqa: E731
+
+    if config.grad_steps % delay == 0:
+
+        def cycle(s, k):
+            critic_metrics = []
+            for sub in jax.random.split(k, delay):
+                s, m, batch = _critic_step(config, env, s, sub, learning)
+                critic_metrics.append(m)
+            n, actor_loss = _actor_step(config, env, nets(s), hp, batch.obs, learning)
+            metrics = jax.tree.map(lambda *v: jnp.mean(jnp.stack(v)), *critic_metrics)
+            return put(s, n), {**metrics, "loss/policy": actor_loss, "actor/steps": jnp.float32(1)}
+
+        state, metrics = offpolicy.grad_steps(cycle, state, key, config.grad_steps // delay)
+        metrics["actor/steps"] = metrics["actor/steps"] * learning * (config.grad_steps // delay)
+        return state, metrics
+
+    def step(s, k):
+        s, metrics, batch = _critic_step(config, env, s, k, learning)
+        due = learning & (s.grad_step % delay == 0)
+        actor = lambda n: _actor_step(config, env, n, hp, batch.obs, due)  # noqa: E731
+        skip = lambda n: (n, jnp.zeros((), jnp.float32))  # noqa: E731
+        n, actor_loss = jax.lax.cond(offpolicy.population_any(due), actor, skip, nets(s))
+        due = due.astype(jnp.float32)
+        return put(s, n), {**metrics, "loss/policy": actor_loss * due, "actor/steps": due}
+
+    state, metrics = offpolicy.grad_steps(step, state, key, config.grad_steps)
+    steps = metrics["actor/steps"] * config.grad_steps  # the means over the steps to sums
+    metrics["loss/policy"] = metrics["loss/policy"] * config.grad_steps / jnp.maximum(steps, 1.0)
+    metrics["actor/steps"] = steps
+    return state, metrics
 
 
 def update(config: Config, env: gymnax_env.Env, state: State) -> tuple[State, dict[str, jax.Array]]:
-    """One update: act and store, then ``grad_steps`` gradient steps.
+    """One update: act and store, then the gradient phase (``_learn``).
 
     Returns:
-      The new state and a flat dict of scalar metrics.
+      The new state and a flat dict of scalar metrics: ``loss/value`` and ``q/taken`` averaged
+      over the critic steps, ``loss/policy`` over the actor steps (0 without one),
+      ``actor/steps`` the actor steps taken.
     """
     noise = state.hparams.explore_noise
     policy = lambda p, obs, k: _act(config, env, p["actor"], obs, k, noise)  # noqa: E731
-    grad_step = lambda s, k, learning: _grad_step(config, env, s, k, learning)  # noqa: E731
-    return offpolicy.update(config, env, state, policy, grad_step, env_steps_per_update(config))
+    learn = lambda s, k, learning: _learn(config, env, s, k, learning)  # noqa: E731
+    return offpolicy.update(config, env, state, policy, learn, env_steps_per_update(config))
 
 
 def train_chunk(
