@@ -43,5 +43,7 @@ setup(
         # Only for scripts/build_hf_fixtures.py and the live parity test, in a separate venv:
         # pip install torch==2.13.0 (the CPU build) first, then pip install -e ".[hf]".
         "hf": ["torch>=2.4", "transformers>=4.51"],
+        # brax tasks (rljax.envs.brax_env); brax 0.14.2 checked beside jax 0.10.2 on CPU.
+        "brax": ["brax>=0.14"],
     },
 )

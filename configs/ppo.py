@@ -53,6 +53,18 @@ ENV_OVERRIDES = {
         "hparams.ent_coef": 0.0,
     },
 }
+# The brax extra (pip install -e ".[brax]"); 1000-step episodes, +1 per step upright.
+ENV_OVERRIDES["brax/inverted_pendulum"] = {
+    "num_seeds": 4,
+    "total_timesteps": 200_000,
+    "ppo.num_envs": 16,
+    "ppo.num_steps": 64,
+    "ppo.num_epochs": 10,
+    "ppo.num_minibatches": 8,
+    "ppo.normalize_obs": True,
+    "hparams.lr": 3e-4,
+    "hparams.ent_coef": 0.0,
+}
 # The feed-forward baseline of configs/ppo_rnn.py on CartPole with the velocities hidden: the
 # shipped CartPole-v1 settings (docs/learners_recurrent.md).
 ENV_OVERRIDES["CartPole-NoVel-v1"] = ENV_OVERRIDES["CartPole-v1"]

@@ -2,6 +2,7 @@
 
     python experiments/train.py --config=configs/sac.py:Pendulum-v1
     python experiments/train.py --config=configs/sac.py:CartPole-v1  # discrete variant
+    python experiments/train.py --config=configs/sac.py:brax/inverted_pendulum  # brax extra
     python experiments/train.py --config=configs/sac.py:Pendulum-v1 --config.sweep.tau=0.005,0.01
 
 The argument picks the environment (default Pendulum-v1); the discrete variant is chosen for
@@ -29,6 +30,8 @@ ENV_OVERRIDES = {
         "total_timesteps": 100_000,
         "hparams.target_entropy": 0.5,  # nats, below log 3 = 1.10
     },
+    # The brax extra (pip install -e ".[brax]"); 1000-step episodes, +1 per step upright.
+    "brax/inverted_pendulum": {"num_seeds": 4, "total_timesteps": 40_000},
 }
 
 

@@ -24,6 +24,8 @@ DDPG = {"td3.num_critics": 1, "td3.policy_delay": 1, "hparams.target_noise": 0.0
 ENV_OVERRIDES = {
     "Pendulum-v1": {},
     "MountainCarContinuous-v0": {"total_timesteps": 100_000, "hparams.explore_noise": 0.5},
+    # The brax extra (pip install -e ".[brax]"); 1000-step episodes, +1 per step upright.
+    "brax/inverted_pendulum": {"num_seeds": 4, "total_timesteps": 40_000},
 }
 PRESETS = {"": {}, "ddpg-": DDPG}
 

@@ -1,6 +1,7 @@
 """Environments: the gymnax adapter and the shared rollout."""
 
 from rljax.envs.gymnax_env import (
+    BRAX,
     CLASSIC_CONTROL,
     META_BANDIT,
     META_GRID,
@@ -26,6 +27,7 @@ from rljax.envs.rollouts import (
 )
 
 __all__ = [
+    "BRAX",
     "CLASSIC_CONTROL",
     "META_BANDIT",
     "META_GRID",

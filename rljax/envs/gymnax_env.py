@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
 
-from rljax.envs import meta_bandit, meta_grid, pomdp
+from rljax.envs import brax_env, meta_bandit, meta_grid, pomdp
 
 CLASSIC_CONTROL = (
     "CartPole-v1",
@@ -36,7 +36,9 @@ POMDP = pomdp.NAMES
 META_BANDIT = tuple(meta_bandit.NAMES)
 # Lifetimes of gridworld episodes with a hidden goal, fixed or redrawn (envs.meta_grid).
 META_GRID = tuple(meta_grid.NAMES)
-SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP + META_BANDIT + META_GRID
+# brax tasks, an optional extra (envs.brax_env): brax/<task> or brax/<task>/<backend>.
+BRAX = brax_env.NAMES
+SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP + META_BANDIT + META_GRID + BRAX
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,10 +82,16 @@ def make(name: str) -> Env:
 
     Raises:
       ValueError: for an unknown name, listing the valid ones.
+      ImportError: for a brax task when brax is not installed.
     """
-    if name not in SUPPORTED_ENVS:
-        raise ValueError(f"env_name={name!r} is not supported; valid: {', '.join(SUPPORTED_ENVS)}")
-    if name in POMDP:
+    if name.startswith("brax/"):
+        env, params = brax_env.make(name)  # its own error lists the brax tasks and backends
+    elif name not in SUPPORTED_ENVS:
+        gymnax_names = ", ".join(n for n in SUPPORTED_ENVS if n not in BRAX)
+        raise ValueError(
+            f"env_name={name!r} is not supported; valid: {gymnax_names}, brax/<task>[/<backend>]"
+        )
+    elif name in POMDP:
         env, params = pomdp.make(name)
     elif name in META_BANDIT:
         env, params = meta_bandit.make(name)
