@@ -14,6 +14,7 @@ from rljax.envs.gymnax_env import (
     make,
     reset,
     step,
+    valid_names,
 )
 from rljax.envs.rollouts import (
     ObsNorm,
@@ -48,4 +49,5 @@ __all__ = [
     "rollout",
     "rollout_init",
     "step",
+    "valid_names",
 ]

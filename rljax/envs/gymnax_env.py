@@ -41,6 +41,11 @@ BRAX = brax_env.NAMES
 SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP + META_BANDIT + META_GRID + BRAX
 
 
+def valid_names() -> str:
+    """The supported names for an error message: every gymnax-side name, brax's as a pattern."""
+    return ", ".join(n for n in SUPPORTED_ENVS if n not in BRAX) + ", brax/<task>[/<backend>]"
+
+
 @dataclasses.dataclass(frozen=True)
 class Env:
     """A gymnax environment with its parameters and action-space description (static)."""
@@ -87,10 +92,7 @@ def make(name: str) -> Env:
     if name.startswith("brax/"):
         env, params = brax_env.make(name)  # its own error lists the brax tasks and backends
     elif name not in SUPPORTED_ENVS:
-        gymnax_names = ", ".join(n for n in SUPPORTED_ENVS if n not in BRAX)
-        raise ValueError(
-            f"env_name={name!r} is not supported; valid: {gymnax_names}, brax/<task>[/<backend>]"
-        )
+        raise ValueError(f"env_name={name!r} is not supported; valid: {valid_names()}")
     elif name in POMDP:
         env, params = pomdp.make(name)
     elif name in META_BANDIT:

@@ -70,9 +70,7 @@ def config_fingerprint(agent: agents.Learner, agent_config, run: RunConfig) -> d
 def validate_run(run: RunConfig, agent: agents.Learner, agent_config) -> list[dict]:
     """Validates the run and returns the hyperparameter grid. Raises ``ValueError``."""
     if run.env_name not in envs.SUPPORTED_ENVS:
-        raise ValueError(
-            f"env_name={run.env_name!r} is unknown; valid: {', '.join(envs.SUPPORTED_ENVS)}"
-        )
+        raise ValueError(f"env_name={run.env_name!r} is unknown; valid: {envs.valid_names()}")
     for name in ("num_seeds", "total_timesteps", "checkpoint_every"):
         checks.check_int(name, getattr(run, name), low=1)
     checks.check_int("chunk_updates", run.chunk_updates, low=0)
