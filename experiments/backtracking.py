@@ -17,8 +17,9 @@ differ only in their SFT traces for the same problems (`bounded_trace`, at most
 
 Each arm: one SFT base per seed (2 layers, d 64; 500 steps x 32 at peak learning rate 5e-3
 with warm-up and cosine decay), then GRPO (`lite_ppo`) on the same training problems. Held-out
-problems (never in training, checked): n samples each at T=1. pass@k is the unbiased estimator; "pass at T tokens" gives each learner k = T / (its mean tokens per sample)
-samples (linear between integer k), so arms are compared at equal generated tokens. Claims:
+problems (never in training, checked): n samples each at T=1. pass@k is the unbiased estimator;
+"pass at T tokens" gives each learner k = T / (its mean tokens per sample) samples (linear
+between integer k), so arms are compared at equal generated tokens. Claims:
 
   1. (#207) direct + parallel sampling beats DFS-with-backtracking at an equal token budget
      (after SFT, T = 64 tokens; DFS <=3 against direct, unpaired over seeds);
@@ -32,13 +33,15 @@ Design. With four numbers (three steps to plan) the same models solved at most 0
 problems per sample after SFT on both seed sets (results of 2026-11-27/28, commits afea368 and
 1af34ea: held-out pass@1 0.001 direct, 0.000 DFS), so every claim was "not at this scale" and
 the study said nothing. No fault was found behind it: the SFT traces all replay as correct, fit
-the completion length with their EOS, and sampling decodes the SFT layout; the models had
-learned legal steps but not which steps reach the target. Three numbers (two steps, 1,360
-distinct problems: 1,000 for training, 48 held out, at most 80% of them in all) make the task
-learnable at this size and compute; traces are bounded at 48 characters (the DFS <=3 traces
-need at most 54 for three numbers, so some are redrawn shorter), and the claim-1 budget is
-T = 64 tokens (about 4 direct samples or 1.7 DFS <=3 samples). Every size is a `Budget` field,
-checked by `validate` (the error names the field, its value and the allowed range).
+the completion length with their EOS, and the samples keep the SFT layout, but their arithmetic
+is wrong (a direct 4-number base after 400 steps wrote 0 legal completions in 384 held-out
+samples, e.g. "5+3=10"; 3 numbers at the same budget: 3.4% legal, 1.6% solved; 2026-11-28).
+The default therefore asks for less planning and trains longer: three numbers (two steps;
+1,360 distinct problems, 1,000 for training and 48 held out, at most 80% of them in all), 500
+SFT steps at a higher peak rate (5e-3), traces bounded at 48 characters (DFS <=3 traces of
+three numbers need up to 54, so some are redrawn shorter) and the claim-1 budget T = 64 tokens
+(about 4 direct samples or 1.7 DFS <=3 samples). Every size is a `Budget` field, checked by
+`validate` (the error names the field, its value and the allowed range).
 
 Rule: `_verdicts.vs_zero` on the 95% bootstrap interval of each difference; the study's verdict
 is `_verdicts.overall`. Writes results.md, results.json, budget.png (pass at T tokens) and
