@@ -5,27 +5,43 @@ token budget, and the effect of the number of backtracks in the SFT traces.
     PYTHONPATH=. python experiments/backtracking.py --workdir runs/backtracking
     PYTHONPATH=. python experiments/backtracking.py --workdir /tmp/backtracking --quick
 
-Task (`rljax.lm.tasks.countdown_search`): four numbers 1-9 and a two-digit target; a completion
-is a sequence of steps "a op b=c" where ';' undoes the last step, and it is correct iff it
-replays as a legal search ending in the target alone. Arms differ only in their SFT traces for
-the same problems (`bounded_trace`, at most 64 characters):
+Task (`rljax.lm.tasks.countdown_search`): three numbers 1-9 (`Budget.numbers`; the task takes
+2-4) and a two-digit target; a completion is a sequence of steps "a op b=c" where ';' undoes the
+last step, and it is correct iff it replays as a legal search ending in the target alone. Arms
+differ only in their SFT traces for the same problems (`bounded_trace`, at most
+`Budget.trace_chars` = 48 characters):
 
   direct      the solution steps only (no search);
   DFS <=1     a random-order depth-first search cut to at most 1 dead end, then to a solution;
   DFS <=3     the same with at most 3 dead ends (more backtracks, longer traces).
 
-Each arm: one SFT base per seed (2 layers, d 64), then GRPO (`lite_ppo`) on the same training
-problems. Held-out problems (never in training, checked): n samples each at T=1. pass@k is the
-unbiased estimator; "pass at T tokens" gives each learner k = T / (its mean tokens per sample)
-samples (linear between integer k), so arms are compared at equal generated tokens. Claims:
+Each arm: one SFT base per seed (2 layers, d 64; 500 steps x 32 at peak learning rate 5e-3
+with warm-up and cosine decay), then GRPO (`lite_ppo`) on the same training problems. Held-out
+problems (never in training, checked): n samples each at T=1. pass@k is the unbiased estimator;
+"pass at T tokens" gives each learner k = T / (its mean tokens per sample) samples (linear
+between integer k), so arms are compared at equal generated tokens. Claims:
 
   1. (#207) direct + parallel sampling beats DFS-with-backtracking at an equal token budget
-     (after SFT, T = 128 tokens; DFS <=3 against direct, unpaired over seeds);
+     (after SFT, T = 64 tokens; DFS <=3 against direct, unpaired over seeds);
   2. (#207) GRPO raises the backtracking model's pass@1 (DFS <=3, after - before, paired);
   3. (#207) GRPO raises the direct model's pass@1 but lowers its pass@16 (diversity): holds
      when both parts hold, partly when one does;
   4. (#69, our reading) more backtracks in the SFT traces give a higher pass@1 after GRPO
      (DFS <=3 against DFS <=1, unpaired).
+
+Design. With four numbers (three steps to plan) the same models solved at most 0.1% of held-out
+problems per sample after SFT on both seed sets (results of 2026-11-27/28, commits afea368 and
+1af34ea: held-out pass@1 0.001 direct, 0.000 DFS), so every claim was "not at this scale" and
+the study said nothing. No fault was found behind it: the SFT traces all replay as correct, fit
+the completion length with their EOS, and the samples keep the SFT layout, but their arithmetic
+is wrong (a direct 4-number base after 400 steps wrote 0 legal completions in 384 held-out
+samples, e.g. "5+3=10"; 3 numbers at the same budget: 3.4% legal, 1.6% solved; 2026-11-28).
+The default therefore asks for less planning and trains longer: three numbers (two steps;
+1,360 distinct problems, 1,000 for training and 48 held out, at most 80% of them in all), 500
+SFT steps at a higher peak rate (5e-3), traces bounded at 48 characters (DFS <=3 traces of
+three numbers need up to 54, so some are redrawn shorter) and the claim-1 budget T = 64 tokens
+(about 4 direct samples or 1.7 DFS <=3 samples). Every size is a `Budget` field, checked by
+`validate` (the error names the field, its value and the allowed range).
 
 Rule: `_verdicts.vs_zero` on the 95% bootstrap interval of each difference; the study's verdict
 is `_verdicts.overall`. Writes results.md, results.json, budget.png (pass at T tokens) and
@@ -51,18 +67,19 @@ from rljax.lm.model import TransformerConfig  # noqa: E402
 from rljax.lm.tasks import countdown_search as cs  # noqa: E402
 
 TASK = cs.TASK
-PROMPT_LEN = TASK.max_prompt_chars + 1
-COMPLETION_LEN = TASK.max_answer_chars + 3
 ARMS = {"direct": 0, "DFS <=1": 1, "DFS <=3": 3}  # arm -> max dead ends of its SFT traces
 
 
 @dataclasses.dataclass(frozen=True)
 class Budget:
+    numbers: int  # given numbers per problem (2..cs.NUM_NUMBERS)
+    trace_chars: int  # the longest SFT trace (1..cs.MAX_TRACE_CHARS); sampling allows 3 more
     d_model: int
     n_layers: int
     d_ff: int
     sft_steps: int
     sft_batch: int
+    learning_rate: float  # SFT peak (warm-up, then cosine decay)
     train_problems: int
     test_problems: int
     samples: int  # n per held-out problem
@@ -71,20 +88,64 @@ class Budget:
     tokens: int  # the token budget of claim 1 (and the table)
     budgets: tuple[int, ...]  # the token budgets of the figure
 
+    @property
+    def prompt_len(self) -> int:
+        return 2 * self.numbers + 4  # BOS, the numbers and commas, '>', two digits, '='
 
-DEFAULT = Budget(64, 2, 128, 400, 32, 3000, 48, 16, 8, 8, 128, (32, 64, 128, 256))
-QUICK = Budget(32, 1, 64, 30, 8, 200, 8, 4, 2, 4, 8, (4, 8))
+    @property
+    def completion_len(self) -> int:
+        return self.trace_chars + 3
+
+
+DEFAULT = Budget(3, 48, 64, 2, 128, 500, 32, 5e-3, 1000, 48, 16, 8, 8, 64, (16, 32, 64, 128))
+QUICK = Budget(3, 48, 32, 1, 64, 30, 8, 3e-3, 200, 8, 4, 2, 4, 8, (4, 8))
+
+
+def validate(budget: Budget) -> None:
+    """Raises ValueError naming the first bad field, its value and the allowed range."""
+    space = cs.num_problems(budget.numbers) if 2 <= budget.numbers <= cs.NUM_NUMBERS else 0
+    checks = (
+        ("numbers", 2 <= budget.numbers <= cs.NUM_NUMBERS, f"2..{cs.NUM_NUMBERS}"),
+        ("trace_chars", 16 <= budget.trace_chars <= cs.MAX_TRACE_CHARS,
+         f"16..{cs.MAX_TRACE_CHARS}"),
+        ("d_model", budget.d_model >= 4 and budget.d_model % 4 == 0, "a multiple of 4 (4 heads)"),
+        ("n_layers", budget.n_layers >= 1, ">= 1"),
+        ("d_ff", budget.d_ff >= 1, ">= 1"),
+        ("sft_steps", budget.sft_steps >= 2, ">= 2"),
+        ("sft_batch", budget.sft_batch >= 1, ">= 1"),
+        ("learning_rate", 0 < budget.learning_rate <= 0.1, "(0, 0.1]"),
+        ("test_problems", budget.test_problems >= 1, ">= 1"),
+        ("train_problems", 1 <= budget.train_problems <= 0.8 * space - budget.test_problems,
+         f"1..{int(0.8 * space) - budget.test_problems} (80% of the {space} distinct "
+         f"{budget.numbers}-number problems, less the held-out ones)"),
+        ("samples", budget.samples >= 2, ">= 2"),
+        ("prompts", budget.prompts >= 1, ">= 1"),
+        ("group", budget.group >= 2, ">= 2"),
+        ("tokens", budget.tokens >= 1, ">= 1"),
+        ("budgets", len(budget.budgets) >= 2 and min(budget.budgets) >= 1,
+         "at least two budgets, each >= 1"),
+    )  # fmt: skip
+    for name, ok, allowed in checks:
+        if not ok:
+            raise ValueError(
+                f"Budget.{name}={getattr(budget, name)!r} is invalid; allowed: {allowed}"
+            )
 
 
 def datasets(seed: int, budget: Budget) -> dict:
     """Held-out problems first; training problems never share a prompt with them; one SFT trace
     per problem and arm."""
     rng = np.random.default_rng(seed)
-    test = _distinct(rng, budget.test_problems, set())
-    train = _distinct(rng, budget.train_problems, {p.prompt for p in test})
+    test = _distinct(rng, budget.test_problems, set(), budget.numbers)
+    train = _distinct(rng, budget.train_problems, {p.prompt for p in test}, budget.numbers)
     traces = {}
     for arm, dead_ends in ARMS.items():
-        traces[arm] = [cs.bounded_trace(*_numbers(p), rng, max_dead_ends=dead_ends) for p in train]
+        traces[arm] = [
+            cs.bounded_trace(
+                *_numbers(p), rng, max_dead_ends=dead_ends, max_chars=budget.trace_chars
+            )
+            for p in train
+        ]
     return {"test": test, "train": train, "traces": traces}
 
 
@@ -93,10 +154,10 @@ def _numbers(problem) -> tuple[tuple[int, ...], int]:
     return tuple(int(n) for n in shown.split(",")), int(target)
 
 
-def _distinct(rng, count: int, exclude: set) -> list:
+def _distinct(rng, count: int, exclude: set, numbers: int) -> list:
     out, seen = [], set(exclude)
     while len(out) < count:
-        p = cs.generate(rng)
+        p = cs.generate(rng, num_numbers=numbers)
         if p.prompt not in seen:
             seen.add(p.prompt)
             out.append(p)
@@ -132,7 +193,7 @@ def evaluate(params, model_cfg, problems, key, budget: Budget) -> dict:
     samples = budget.samples
     correct, lengths, texts = _scratch.sample(
         params, model_cfg, TASK, problems, key, num_samples=samples,
-        max_new_tokens=COMPLETION_LEN, prompt_len=PROMPT_LEN,
+        max_new_tokens=budget.completion_len, prompt_len=budget.prompt_len,
     )  # fmt: skip
     backtracks = np.asarray([[cs.num_backtracks(t) for row in learner for t in row]
                              for learner in texts], np.float64)  # fmt: skip
@@ -152,15 +213,15 @@ def run(args, budget: Budget) -> dict:
     data = datasets(args.seed, budget)
     model_cfg = TransformerConfig(
         d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4, d_ff=budget.d_ff,
-        max_len=PROMPT_LEN + COMPLETION_LEN,
+        max_len=budget.prompt_len + budget.completion_len,
     )  # fmt: skip
     encoded = {
-        arm: _scratch.encode(data["train"], traces, PROMPT_LEN, COMPLETION_LEN)
+        arm: _scratch.encode(data["train"], traces, budget.prompt_len, budget.completion_len)
         for arm, traces in data["traces"].items()
     }
     learners = [arm for arm in ARMS for _ in range(args.seeds)]  # arm-major
     sft_cfg = sft.SFTConfig(
-        steps=budget.sft_steps, batch_size=budget.sft_batch, learning_rate=3e-3,
+        steps=budget.sft_steps, batch_size=budget.sft_batch, learning_rate=budget.learning_rate,
         warmup_steps=min(20, budget.sft_steps // 4), weight_decay=0.01, seed=args.seed,
     )  # fmt: skip
     t0 = time.perf_counter()
@@ -173,11 +234,11 @@ def run(args, budget: Budget) -> dict:
     t_eval = time.perf_counter() - t1
     scorer = device_reward.host_scorer(TASK, data["train"], 0.0)
     config = _scratch.grpo_config(
-        model_cfg, COMPLETION_LEN, scorer, prompts=budget.prompts, group=budget.group
+        model_cfg, budget.completion_len, scorer, prompts=budget.prompts, group=budget.group
     )
     t2 = time.perf_counter()
     params, metrics = _scratch.grpo_train(
-        config, bases, _scratch.table(data["train"], PROMPT_LEN), _scratch.lite_ppo(),
+        config, bases, _scratch.table(data["train"], budget.prompt_len), _scratch.lite_ppo(),
         args.steps, args.seed,
     )  # fmt: skip
     t_rl = time.perf_counter() - t2
@@ -397,6 +458,7 @@ def main(argv=None):
         steps_help="GRPO updates per learner",
     )
     budget = QUICK if args.quick else DEFAULT
+    validate(budget)
     start = time.perf_counter()
     out = run(args, budget)
     text = report(args, budget, out, start)

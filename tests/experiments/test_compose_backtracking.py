@@ -6,6 +6,7 @@ import importlib.util
 import math
 import os
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -80,9 +81,38 @@ def test_backtracking_data_are_legal_searches_on_unseen_problems(backtracking):
         assert len(traces) == len(data["train"])
         for p, text in zip(data["train"], traces, strict=True):
             assert cs.replay(p.info, text) == (True, True), (arm, text)
-            assert len(text) <= cs.MAX_TRACE_CHARS
+            assert len(text) <= backtracking.QUICK.trace_chars
+    for p in data["train"] + data["test"]:
+        assert len(p.info.split(">")[0].split(",")) == backtracking.QUICK.numbers
     mean_bt = {a: np.mean([cs.num_backtracks(t) for t in ts]) for a, ts in data["traces"].items()}
     assert mean_bt["direct"] == 0 < mean_bt["DFS <=1"] < mean_bt["DFS <=3"]
+    # every trace, prompt and sampled completion fits the model's sequence lengths
+    b = backtracking.QUICK
+    assert b.completion_len >= b.trace_chars + 1  # the trace and its EOS
+    longest = max(len(p.prompt) for p in data["train"] + data["test"])
+    assert b.prompt_len >= longest + 1  # BOS and the prompt
+
+
+@pytest.mark.parametrize(
+    "field, value, allowed",
+    [
+        ("numbers", 5, "2..4"),
+        ("trace_chars", 80, "16..64"),
+        ("d_model", 30, "multiple of 4"),
+        ("learning_rate", 0.0, "(0, 0.1]"),
+        ("train_problems", 2000, "distinct 3-number problems"),
+        ("group", 1, ">= 2"),
+    ],
+)
+def test_backtracking_budget_errors_name_the_field(backtracking, field, value, allowed):
+    import dataclasses
+
+    bad = dataclasses.replace(backtracking.DEFAULT, **{field: value})
+    expected = re.escape(f"Budget.{field}={value!r} is invalid") + ".*" + re.escape(allowed)
+    with pytest.raises(ValueError, match=expected):
+        backtracking.validate(bad)
+    backtracking.validate(backtracking.DEFAULT)
+    backtracking.validate(backtracking.QUICK)
 
 
 def test_token_budgets_are_equal_across_arms(backtracking):

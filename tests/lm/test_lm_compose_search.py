@@ -98,3 +98,30 @@ def test_generated_problems_are_solvable_with_two_digit_targets():
         assert 10 <= int(target) <= cs.MAX_VALUE
         assert cs.solvable(numbers, int(target))
         assert cs.verify(p, p.answer).correct
+
+
+@pytest.mark.parametrize("num_numbers", [2, 3])
+def test_fewer_numbers_and_shorter_traces(num_numbers):
+    rng = np.random.default_rng(num_numbers)
+    prompts = set()
+    for _ in range(40):
+        p = cs.generate(rng, num_numbers=num_numbers)
+        shown, target = p.info.split(">")
+        numbers = tuple(int(n) for n in shown.split(","))
+        assert len(numbers) == num_numbers and 10 <= int(target) <= cs.MAX_VALUE
+        assert cs.verify(p, p.answer).correct
+        text = cs.bounded_trace(numbers, int(target), rng, max_dead_ends=3, max_chars=24)
+        assert len(text) <= 24 and cs.replay(p.info, text) == (True, True)
+        prompts.add(p.prompt)
+    assert len(prompts) <= cs.num_problems(num_numbers)
+    with pytest.raises(ValueError, match="num_numbers=5 is invalid; allowed: 2..4"):
+        cs.generate(rng, num_numbers=5)
+    with pytest.raises(ValueError, match="max_chars=65 is invalid; allowed: 1..64"):
+        cs.bounded_trace(numbers, int(target), rng, max_dead_ends=0, max_chars=65)
+
+
+def test_num_problems_counts_every_prompt_generate_can_draw():
+    assert cs.num_problems(2) == 57  # e.g. 9*9=81, 9+1=10: each two-digit value two of 1..9 reach
+    rng = np.random.default_rng(0)
+    seen = {cs.generate(rng, num_numbers=2).prompt for _ in range(3000)}
+    assert len(seen) == cs.num_problems(2)  # the draw reaches all of them, and no more

@@ -18,6 +18,7 @@ of dead ends (after which it abandons subtrees without a solution and follows on
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 
@@ -72,10 +73,31 @@ def solvable(state: tuple[int, ...], target: int, memo: dict | None = None) -> b
     return memo[state]
 
 
-def generate(rng: np.random.Generator, level: int = 1) -> Problem:
-    """`NUM_NUMBERS` numbers and a target reached by combining all of them at random."""
+def num_problems(num_numbers: int) -> int:
+    """How many distinct prompts `generate` can draw with `num_numbers` numbers (every multiset
+    of numbers 1..MAX_NUMBER with each two-digit value it can reach)."""
+    memo: dict = {}
+
+    def finals(state: tuple[int, ...]) -> set[int]:
+        if len(state) == 1:
+            return {state[0]}
+        if state not in memo:
+            memo[state] = set().union(*(finals(s) for _, s in children(state)))
+        return memo[state]
+
+    shown = itertools.combinations_with_replacement(range(1, MAX_NUMBER + 1), num_numbers)
+    return sum(sum(v >= 10 for v in finals(s)) for s in shown)
+
+
+def generate(
+    rng: np.random.Generator, level: int = 1, *, num_numbers: int = NUM_NUMBERS
+) -> Problem:
+    """`num_numbers` numbers (2..NUM_NUMBERS) and a target reached by combining all of them at
+    random."""
+    if not 2 <= num_numbers <= NUM_NUMBERS:
+        raise ValueError(f"num_numbers={num_numbers} is invalid; allowed: 2..{NUM_NUMBERS}")
     while True:
-        numbers = tuple(sorted(int(n) for n in rng.integers(1, MAX_NUMBER + 1, NUM_NUMBERS)))
+        numbers = tuple(sorted(int(n) for n in rng.integers(1, MAX_NUMBER + 1, num_numbers)))
         state = numbers
         while len(state) > 1:
             options = children(state)
@@ -126,16 +148,23 @@ def dfs_trace(
 
 
 def bounded_trace(
-    numbers: tuple[int, ...], target: int, rng: np.random.Generator, *, max_dead_ends: int
+    numbers: tuple[int, ...],
+    target: int,
+    rng: np.random.Generator,
+    *,
+    max_dead_ends: int,
+    max_chars: int = MAX_TRACE_CHARS,
 ) -> str:
-    """`dfs_trace` no longer than `MAX_TRACE_CHARS`: a longer one is drawn again (5 tries),
-    then with one dead end fewer, down to the direct solution."""
+    """`dfs_trace` no longer than `max_chars` (at most `MAX_TRACE_CHARS`): a longer one is drawn
+    again (5 tries), then with one dead end fewer, down to the direct solution."""
+    if not 1 <= max_chars <= MAX_TRACE_CHARS:
+        raise ValueError(f"max_chars={max_chars} is invalid; allowed: 1..{MAX_TRACE_CHARS}")
     for budget in range(max_dead_ends, -1, -1):
         for _ in range(5):
             text = dfs_trace(numbers, target, rng, max_dead_ends=budget)
-            if len(text) <= MAX_TRACE_CHARS:
+            if len(text) <= max_chars:
                 return text
-    raise AssertionError(f"no trace of {numbers}>{target} fits {MAX_TRACE_CHARS} characters")
+    raise AssertionError(f"no trace of {numbers}>{target} fits {max_chars} characters")
 
 
 def _join(tokens: list[str]) -> str:
