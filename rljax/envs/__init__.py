@@ -3,6 +3,7 @@
 from rljax.envs.gymnax_env import (
     CLASSIC_CONTROL,
     META_BANDIT,
+    META_GRID,
     MINATAR,
     POMDP,
     SUPPORTED_ENVS,
@@ -27,6 +28,7 @@ from rljax.envs.rollouts import (
 __all__ = [
     "CLASSIC_CONTROL",
     "META_BANDIT",
+    "META_GRID",
     "MINATAR",
     "POMDP",
     "SUPPORTED_ENVS",

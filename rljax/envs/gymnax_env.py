@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import spaces
 
-from rljax.envs import meta_bandit, pomdp
+from rljax.envs import meta_bandit, meta_grid, pomdp
 
 CLASSIC_CONTROL = (
     "CartPole-v1",
@@ -34,7 +34,9 @@ MINATAR = (
 POMDP = pomdp.NAMES
 # Lifetimes of Bernoulli-bandit pulls, with and without recurring structure (envs.meta_bandit).
 META_BANDIT = tuple(meta_bandit.NAMES)
-SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP + META_BANDIT
+# Lifetimes of gridworld episodes with a hidden goal, fixed or redrawn (envs.meta_grid).
+META_GRID = tuple(meta_grid.NAMES)
+SUPPORTED_ENVS = CLASSIC_CONTROL + MINATAR + POMDP + META_BANDIT + META_GRID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +87,8 @@ def make(name: str) -> Env:
         env, params = pomdp.make(name)
     elif name in META_BANDIT:
         env, params = meta_bandit.make(name)
+    elif name in META_GRID:
+        env, params = meta_grid.make(name)
     else:
         env, params = gymnax.make(name)
     space = env.action_space(params)

@@ -1,0 +1,498 @@
+"""Emergent exploration (#214) in gridworlds: reward-only meta-RL over lifetimes of episodes.
+
+    PYTHONPATH=. nice -n 10 python experiments/emergent_exploration_grid.py      # default
+    PYTHONPATH=. python experiments/emergent_exploration_grid.py --quick         # test's run
+    PYTHONPATH=. python experiments/emergent_exploration_grid.py --seed=1000     # seed set 2
+
+Rentschler & Roberts 2025 ("Exploitation Is All You Need... for Exploration", #214): an agent
+trained only to maximise reward, with no exploration bonus, explores when (1) the environment
+has recurring structure, (2) the agent has memory and (3) credit is assigned over a long
+horizon. Without structure or without memory the exploration vanishes; without long-horizon
+credit it does not always. ``experiments/emergent_exploration.py`` tests this on bandits; this
+script tests it on the paper's other task family, gridworlds.
+
+Setup (``rljax.envs.meta_grid``): a lifetime is E = 4 episodes of at most L = 8 moves in a 4 x 4
+grid from the corner; a hidden goal cell (uniform over the 15 others) pays 1 and ends the
+episode when stepped on. The agent observes its cell, the cell its last move reached, the last
+reward and the time; never the goal. Four arms, each PPO trained on the reward alone (PPO's
+entropy term is the only nudge, the same in every arm):
+
+* ``full``: recurrent PPO (``rljax.agents.ppo_rnn``, a GRU over the lifetime), goal fixed for the
+  lifetime (``MetaGrid-4x4-v0``), γ = 1;
+* ``no credit``: the same with γ = 0.75: a reward k moves later counts 0.75^k (0.10 at k = 8,
+  one episode's length), so credit reaches about one episode and hardly the next ones. γ = 0,
+  the bandit study's choice, would leave a sparse-reward walk without any credit for the moves
+  that lead to the goal, an ablation of navigation rather than of long-horizon credit;
+* ``no structure``: recurrent PPO, γ = 1, trained where the goal is redrawn at every episode
+  (``MetaGrid-4x4-Redraw-v0``: what an episode reveals says nothing about the next);
+* ``no memory``: feed-forward PPO (``rljax.agents.ppo``), no carried state (it sees one move
+  back), goal fixed, γ = 1.
+
+``full`` and ``no credit`` are one grid (γ is an array leaf) of one compiled program; each arm
+trains ``--seeds`` seeds together (``experiments/_population.py``). Every trained policy then
+lives the same ``--eval-tasks`` new fixed-goal lifetimes, sampling its actions as in training,
+beside three references on the same lifetimes with each seed's own randomness: a random walk,
+the exploring reference ``sweep`` (the boustrophedon through the cells not yet visited in the
+lifetime until a reward shows the goal, then shortest paths to it:
+``meta_grid.sweep_action``, "explore, then exploit") and the goal-knowing ``oracle`` (shortest
+paths, told the goal).
+
+Metric: return per episode index (the share of lifetimes whose k-th episode reaches the goal),
+mean over the tasks, one value per seed; the lifetime return is their sum (at most E = 4). The
+exploration gain is the mean return of episodes 2..E minus that of episode 1 (> 0: what the
+first episodes found is used later).
+
+Claims (95% stratified-bootstrap intervals over seeds, ``rljax.stats``; statuses by
+``experiments/_verdicts.py``):
+
+1. ``exploration_emerges``: ``full`` explores and exploits what it found: its exploration gain
+   is above 0 and its lifetime return above the random walk's (``vs_zero`` each,
+   ``_verdicts.over_arms``).
+2. ``structure_and_memory_needed``: ``no structure`` and ``no memory`` each have a lower
+   lifetime return than ``full`` (``vs_zero`` per ablation, ``over_arms``).
+3. ``credit_not_always_needed``: ``no credit`` still explores: its lifetime return is above the
+   random walk's (``vs_zero``) and within a margin of ``full``'s (``matches_or_beats``, margin
+   10% of the sweep's lifetime return), ``over_arms``.
+
+The verdict is ``_verdicts.overall`` of the three. Writes results.md, results.json and
+return_per_episode.png (return per episode index, mean and 95% interval over seeds) to --workdir.
+Measured time and results: docs/emergent_exploration.md ("Gridworlds").
+"""
+
+import sys
+
+from rljax import cli, xla_flags
+
+# --quick is compile-bound (a few updates): XLA's lower optimization level compiles it faster.
+xla_flags.set_flags(fast_compile="--quick" in sys.argv)
+
+import functools  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _population  # noqa: E402
+import _verdicts  # noqa: E402
+
+from rljax import envs, stats  # noqa: E402
+from rljax.agents import ppo, ppo_rnn  # noqa: E402
+from rljax.envs import meta_grid  # noqa: E402
+from rljax.nets import recurrent as rnn  # noqa: E402
+
+STRUCTURED, REDRAW = "MetaGrid-4x4-v0", "MetaGrid-4x4-Redraw-v0"
+SIDE, EPISODES, LENGTH, _ = meta_grid.NAMES[STRUCTURED]
+LIFETIME = EPISODES * LENGTH  # the longest lifetime, in moves
+AGENTS = ("full", "no credit", "no structure", "no memory")
+BASELINES = ("sweep", "random walk", "oracle")
+CREDIT_GAMMA = 0.75  # the no-credit arm's γ: 0.75^8 = 0.10 one episode's length ahead
+# Programs: (agent module, training env, {arm: γ}); arms of one program train as one grid.
+PROGRAMS = (
+    (ppo_rnn, STRUCTURED, {"full": 1.0, "no credit": CREDIT_GAMMA}),
+    (ppo_rnn, REDRAW, {"no structure": 1.0}),
+    (ppo, STRUCTURED, {"no memory": 1.0}),
+)
+MARGIN_SHARE = 0.1  # "matches": lifetime return at most 10% of the sweep's below the other's
+HPARAMS = dict(lr=3e-3, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, gamma=1.0, gae_lambda=0.95)
+DEFAULTS = {"seeds": 3, "steps": 300_000, "eval_tasks": 1000}
+QUICK = {"seeds": 3, "steps": 8_192, "eval_tasks": 64}
+CLAIMS = {
+    "exploration_emerges": (
+        "with structure, memory and long-horizon credit the reward-only agent explores: its "
+        "later episodes return more than its first, and its lifetime return beats a random walk"
+    ),
+    "structure_and_memory_needed": (
+        "without recurring structure, or without memory, the lifetime return is lower than "
+        "with both"
+    ),
+    "credit_not_always_needed": (
+        f"with short-horizon credit (γ = {CREDIT_GAMMA}) the agent still explores: lifetime "
+        f"return above the random walk's and within {MARGIN_SHARE:.0%} of the sweep's return "
+        "of the full agent's"
+    ),
+}
+
+
+def agent_config(module, num_updates: int):
+    """The static config of an arm: 64 environments x 32 steps per update, the longest lifetime
+    (the recurrent core carries over rollouts and is reset at every lifetime start)."""
+    common = dict(num_envs=64, num_steps=LIFETIME, num_epochs=4, num_minibatches=4,
+                  num_updates=num_updates)  # fmt: skip
+    if module is ppo_rnn:
+        return ppo_rnn.Config(**common, embed_size=64, core_size=64, hidden=(64,))
+    return ppo.Config(**common, hidden=(64, 64))
+
+
+def _lifetimes(env, goals: jax.Array, key: jax.Array, policy, carry0):
+    """One lifetime per goal of ``goals [N]`` under ``policy(carry, state, key) -> (a [N],
+    carry)``; the steps after a lifetime's end (gymnax starts the next) are masked out.
+
+    Returns:
+      (return per episode index ``[N, E]``, distinct cells visited in episode 1 ``[N]``, moves
+      of the lifetime ``[N]``).
+    """
+    n = goals.shape[0]
+    state = envs.reset(env, jax.random.PRNGKey(0), n)
+    state = state._replace(env_state=state.env_state.replace(goal=goals))  # the given tasks
+
+    def body(carry, k):
+        s, pc, alive = carry
+        act_key, env_key = jax.random.split(k)
+        a, pc = policy(pc, s, act_key)
+        episode, cell = s.env_state.episode, s.env_state.cell
+        s, res = envs.step(env, env_key, s, a)
+        return (s, pc, alive * (1.0 - res.done)), (res.reward * alive, episode, cell, alive)
+
+    alive0 = jnp.ones((n,), jnp.float32)
+    xs = jax.random.split(key, LIFETIME)
+    _, (r, ep, cell, alive) = jax.lax.scan(body, (state, carry0, alive0), xs)
+    per_episode = (r[..., None] * jax.nn.one_hot(ep, EPISODES)).sum(0)
+    first = (alive * (ep == 0))[..., None] * jax.nn.one_hot(cell, SIDE * SIDE)
+    return per_episode, first.max(0).sum(-1), alive.sum(0)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def run_agents(module, config, states, goals: jax.Array, keys: jax.Array):
+    """Each learner (``states [A]``) lives the lifetimes of ``goals [N]``, sampling its actions.
+
+    Returns:
+      (return per episode ``[A, N, E]``, cells visited in episode 1 ``[A, N]``, moves
+      ``[A, N]``).
+    """
+    env = envs.make(STRUCTURED)
+    n = goals.shape[0]
+
+    def one(state, key):
+        if module is ppo_rnn:
+
+            def policy(pc, s, k):
+                h, first = pc
+                a, h = ppo_rnn.act(config, env, state, ppo_rnn.Input(s.obs, h, first), k)
+                return a, (h, s.env_state.episode < 0)  # the core resets at the start only
+
+            h0 = rnn.initial_state(ppo_rnn.network(config, env), n)
+            carry0 = (h0, jnp.ones((n,), bool))
+        else:
+            policy = lambda pc, s, k: (ppo.act(config, env, state, s.obs, k), pc)  # noqa: E731
+            carry0 = jnp.zeros(())
+        return _lifetimes(env, goals, key, policy, carry0)
+
+    return jax.vmap(one)(states, keys)
+
+
+def _random_walk(pc, s, k):
+    return jax.random.randint(k, s.env_state.cell.shape, 0, meta_grid.NUM_ACTIONS), pc
+
+
+def _oracle(pc, s, k):  # told the goal
+    return meta_grid.shortest_path_action(s.env_state.cell, s.env_state.goal, SIDE), pc
+
+
+def _sweep(pc, s, k):
+    """``meta_grid.sweep_action`` fed from what the agent observes: its cell, and the cell of a
+    move that paid (the goal)."""
+    visited, known, goal = pc
+    es = s.env_state
+    visited = visited | jax.nn.one_hot(es.cell, SIDE * SIDE, dtype=bool)
+    paid = es.last_reward > 0
+    known, goal = known | paid, jnp.where(paid, es.reached, goal)
+    return meta_grid.sweep_action(es.cell, visited, known, goal, SIDE), (visited, known, goal)
+
+
+@jax.jit
+def run_baselines(goals: jax.Array, keys: jax.Array) -> dict:
+    """Return per episode ``[S, N, E]``, cells visited in episode 1 ``[S, N]`` and moves
+    ``[S, N]`` of the references on the lifetimes of ``goals [N]``, one key per seed."""
+    env, n = envs.make(STRUCTURED), goals.shape[0]
+    sweep0 = (jnp.zeros((n, SIDE * SIDE), bool), jnp.zeros((n,), bool), jnp.zeros((n,), jnp.int32))
+    carries = {"sweep": sweep0, "random walk": jnp.zeros(()), "oracle": jnp.zeros(())}
+    pols = {"sweep": _sweep, "random walk": _random_walk, "oracle": _oracle}
+    return {
+        name: jax.vmap(lambda k, p=pols[name], c=carries[name]: _lifetimes(env, goals, k, p, c))(
+            keys
+        )
+        for name in BASELINES
+    }
+
+
+def claims(per_episode: dict) -> dict:
+    """Statuses of ``CLAIMS`` from the per-seed return per episode ``[S, E]`` of every arm."""
+    life = {k: v.sum(-1) for k, v in per_episode.items()}
+    margin = MARGIN_SHARE * float(life["sweep"].mean())
+    cmp = lambda x, y: stats.compare(life[x], life[y])  # noqa: E731  # lifetime return x − y
+
+    def part(c, rule):
+        return {**c, "status": rule(c["diff_ci"])}
+
+    gain = gains(per_episode["full"])
+    gain_summary = stats.summarize(gain)
+    gain_part = {"diff": gain_summary["mean"], "diff_ci": gain_summary["mean_ci"]}
+    beats = functools.partial(_verdicts.vs_zero, higher_is_claimed=True)
+    matches = functools.partial(_verdicts.matches_or_beats, margin=margin)
+    parts = {
+        "exploration_emerges": {
+            "full: later - first episode": part(gain_part, beats),
+            "full - random walk": part(cmp("full", "random walk"), beats),
+        },
+        "structure_and_memory_needed": {
+            "full - no structure": part(cmp("full", "no structure"), beats),
+            "full - no memory": part(cmp("full", "no memory"), beats),
+        },
+        "credit_not_always_needed": {
+            "no credit - random walk": part(cmp("no credit", "random walk"), beats),
+            "no credit - full": part(cmp("no credit", "full"), matches),
+        },
+    }
+    return {
+        name: {"status": _verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
+               "margin": margin}
+        for name, ps in parts.items()
+    }  # fmt: skip
+
+
+def gains(per_episode: np.ndarray) -> np.ndarray:
+    """Exploration gain per seed ``[S]``: mean return of episodes 2..E minus episode 1's."""
+    return per_episode[:, 1:].mean(-1) - per_episode[:, 0]
+
+
+def invariants(trained: dict) -> dict:
+    """What the ablations must be: the redraw env draws a new goal at every episode end and the
+    fixed env never within a lifetime; the memory-off learner carries no state."""
+    out = {}
+    for name in (STRUCTURED, REDRAW):
+        env = envs.make(name)
+
+        def walk(s, key, env=env):  # random moves in 512 lifetimes; count goal changes
+            a_key, e_key = jax.random.split(key)
+            a = jax.random.randint(a_key, (512,), 0, meta_grid.NUM_ACTIONS)
+            new, res = envs.step(env, e_key, s, a)
+            ended = (new.env_state.episode != s.env_state.episode) & ~res.done
+            changed = new.env_state.goal != s.env_state.goal
+            return new, (ended.sum(), (ended & changed).sum(), (~ended & ~res.done & changed).sum())
+
+        start = envs.reset(env, jax.random.PRNGKey(11), 512)
+        keys = jax.random.split(jax.random.PRNGKey(12), 4 * LIFETIME)
+        ended, changed, inside = jax.jit(lambda s, k: jax.lax.scan(walk, s, k)[1])(start, keys)
+        out[f"share_of_episode_ends_with_new_goal/{name}"] = float(changed.sum() / ended.sum())
+        out[f"goal_changes_within_an_episode/{name}"] = int(inside.sum())
+    out["memory_off_state_fields"] = list(ppo.State._fields)
+    out["memory_off_carries_state"] = "h" in ppo.State._fields
+    out["training_last_tenth"] = {a: float(np.mean(c, 0)[-1]) for a, c in trained["curves"].items()}
+    return out
+
+
+def train_all(args) -> dict:
+    """Trains every program; returns states, configs and training curves per arm."""
+    out = {"states": {}, "curves": {}, "seconds": {}}
+    for module, env_name, arms in PROGRAMS:
+        per_update = module.env_steps_per_update(agent_config(module, 1))
+        config = agent_config(module, args.steps // per_update)
+        points = [dict(HPARAMS, gamma=g) for g in arms.values()]
+        res = _population.train_population(
+            module, config, env_name, points, args.seeds, args.steps, args.seed
+        )
+        curve, _ = _population.binned_curve(res["ret"], res["cnt"], min(10, res["ret"].shape[1]))
+        for i, arm in enumerate(arms):
+            rows = slice(i * args.seeds, (i + 1) * args.seeds)
+            out["states"][arm] = (
+                module,
+                res["config"],
+                jax.tree.map(lambda x, r=rows: x[r], res["state"]),
+            )
+            out["curves"][arm] = curve[rows].tolist()
+        label = "+".join(arms)
+        out["seconds"][label] = res["seconds"]
+        print(f"trained {label} ({module.__name__.rsplit('.', 1)[-1]}, {env_name}): "
+              f"{res['seconds']:.0f} s; last-tenth lifetime return "
+              + ", ".join(f"{a} {np.mean(out['curves'][a], 0)[-1]:.2f}" for a in arms),
+              flush=True)  # fmt: skip
+    return out
+
+
+def evaluate(trained: dict, args) -> tuple[dict, dict, dict, np.ndarray]:
+    """Return per episode ``[S, N, E]``, first-episode cells and moves ``[S, N]`` of every arm
+    on the same new lifetimes, and their goals ``[N]``."""
+    root = jax.random.PRNGKey(args.seed)
+    goal_key = jax.random.fold_in(root, 10**6)
+    goals = jax.random.randint(goal_key, (args.eval_tasks,), 1, SIDE * SIDE).astype(jnp.int32)
+    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.fold_in(root, 1), s))(
+        jnp.arange(args.seeds)
+    )
+    ret, cells, moves = {}, {}, {}
+    for arm, (module, config, states) in trained["states"].items():
+        r, c, m = run_agents(module, config, states, goals, keys)
+        ret[arm], cells[arm], moves[arm] = np.asarray(r), np.asarray(c), np.asarray(m)
+    for name, (r, c, m) in run_baselines(goals, keys).items():
+        ret[name], cells[name], moves[name] = np.asarray(r), np.asarray(c), np.asarray(m)
+    return ret, cells, moves, np.asarray(goals)
+
+
+def oracle_check(ret: dict, moves: dict, goals: np.ndarray) -> dict:
+    """The oracle against the shortest-path value: lifetime return E where the goal's distance
+    d from START is at most L (every goal of the 4 x 4 grid: d <= 6), in E · d moves."""
+    dist = goals // SIDE + goals % SIDE
+    value = EPISODES * (dist <= LENGTH)
+    got = ret["oracle"].sum(-1)  # [S, N]
+    extra_moves = np.abs(moves["oracle"] - EPISODES * dist[None])
+    return {"oracle_lifetime_return": float(got.mean()),
+            "shortest_path_value": float(value.mean()),
+            "oracle_max_abs_error": float(np.abs(got - value[None]).max()),
+            "oracle_moves_minus_shortest": float(extra_moves.max())}  # fmt: skip
+
+
+def write_outputs(ret, cells, moves, goals, trained, args, meta) -> str:
+    os.makedirs(args.workdir, exist_ok=True)
+    names = (*AGENTS, *BASELINES)
+    per_episode = {n: ret[n].mean(1) for n in names}  # [S, E]
+    cl = claims(per_episode)
+    verdict = _verdicts.overall(cl)
+    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    arms = {n: stats.summarize(per_episode[n].sum(-1), num_resamples=n_boot) for n in names}
+    first = {n: stats.summarize(per_episode[n][:, 0], num_resamples=n_boot) for n in names}
+    later = {n: stats.summarize(per_episode[n][:, 1:].mean(-1), num_resamples=n_boot)
+             for n in names}  # fmt: skip
+    gain = {n: stats.summarize(gains(per_episode[n]), num_resamples=n_boot) for n in names}
+    explored = {n: stats.summarize(cells[n].mean(-1), num_resamples=n_boot) for n in names}
+    inv = {**invariants(trained), **oracle_check(ret, moves, goals)}
+    iv = lambda c: f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"  # noqa: E731
+    reason = "; ".join(
+        f"{k}: {c['status']} (" + ", ".join(f"{p} {iv(d)}" for p, d in c["per_arm"].items()) + ")"
+        for k, c in cl.items()
+    )
+    fmt = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731
+    notes = [
+        f"Metric: return per episode index (share of lifetimes whose k-th episode reaches the "
+        f"goal) over lifetimes of {EPISODES} episodes of at most {LENGTH} moves in a "
+        f"{SIDE} x {SIDE} grid, mean over {args.eval_tasks} new fixed-goal lifetimes (the same "
+        "for every arm), one value per seed; the table's figure is the lifetime return (their "
+        f"sum, at most {EPISODES}). The agents sample their actions as in training.",
+        "",
+        "**Claims** (95% bootstrap intervals over seeds; > 0 favours the first arm):",
+        "",
+    ]
+    for k, c in cl.items():
+        parts = ", ".join(f"{p} {iv(d)} ({d['status']})" for p, d in c["per_arm"].items())
+        notes.append(f"* {CLAIMS[k]}: **{c['status']}**; {parts}")
+    notes += [
+        "",
+        f"Margin for 'matches': {MARGIN_SHARE:.0%} of the sweep's lifetime return = "
+        f"{cl['credit_not_always_needed']['margin']:.2f}.",
+        "",
+        "| arm | episode 1 return | episodes 2-4 return (mean) | gain (later − first) | "
+        "cells visited in episode 1 |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {n} | {fmt(first[n])} | {fmt(later[n])} | {fmt(gain[n])} | {fmt(explored[n])} |"
+            for n in names
+        ),  # fmt: skip
+        "",
+        "Invariants: share of episode ends after which the goal is new: "
+        f"{inv[f'share_of_episode_ends_with_new_goal/{STRUCTURED}']:.3f} ({STRUCTURED}), "
+        f"{inv[f'share_of_episode_ends_with_new_goal/{REDRAW}']:.3f} ({REDRAW}; 14/15 = 0.933 "
+        "for independent draws); goal changes inside an episode: "
+        f"{inv[f'goal_changes_within_an_episode/{STRUCTURED}']}, "
+        f"{inv[f'goal_changes_within_an_episode/{REDRAW}']}; the memory-off learner's state "
+        f"carries a core: {inv['memory_off_carries_state']}; oracle lifetime return "
+        f"{inv['oracle_lifetime_return']:.3f} against the shortest-path value "
+        f"{inv['shortest_path_value']:.3f} (largest difference {inv['oracle_max_abs_error']:g}).",
+        "Training (lifetime return, mean over seeds, last tenth of updates): "
+        + ", ".join(f"{a} {v:.2f}" for a, v in inv["training_last_tenth"].items())
+        + ".",
+        "Verdict rule: `_verdicts.overall` of the three claims, each `_verdicts.over_arms` of "
+        "its parts (`vs_zero`, `matches_or_beats`).",
+        f"Settings: {json.dumps(meta['settings'])}.",
+        f"Wall time: {meta['seconds']:.0f} s, CPU time {meta['cpu_seconds']:.0f} s "
+        f"({meta['load']}); {meta['machine']}; command: `{meta['command']}`.",
+    ]
+    text = stats.write_results(
+        args.workdir,
+        title="Emergent exploration (#214): reward-only meta-RL on gridworld lifetimes",
+        claim=(
+            "an agent trained only to maximise reward explores when the environment has "
+            "recurring structure, the agent has memory and credit is assigned over a long "
+            "horizon; removing structure or memory removes the exploration, removing "
+            "long-horizon credit does not always"
+        ),
+        verdict=verdict,
+        reason=reason,
+        arms=arms,
+        metric="lifetime return",
+        extra={
+            "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
+            "first_episode": first,
+            "later_episodes": later,
+            "gain": gain,
+            "cells_visited_first_episode": explored,
+            "invariants": inv,
+            "per_episode": {n: per_episode[n].mean(0).tolist() for n in names},
+            "training_curves": trained["curves"],
+            "train_seconds": trained["seconds"],
+            **meta,
+        },
+        notes=notes,
+        digits=2,
+    )
+    stats.plot_bands(np.arange(1, EPISODES + 1), per_episode,
+                     os.path.join(args.workdir, "return_per_episode.png"),
+                     title=f"{SIDE}x{SIDE} grid, {EPISODES} episodes of <= {LENGTH} moves: "
+                           "return per episode (mean, 95% CI)",
+                     xlabel="episode of the lifetime", ylabel="return (goal reached)")  # fmt: skip
+    return text
+
+
+def parse_args(argv=None):
+    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
+    p.add_argument("--steps", type=int, default=0, help="env steps per agent")
+    p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes for the test")
+    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
+    p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
+    p.add_argument("--workdir", default="runs/emergent_exploration_grid")
+    args = p.parse_args(argv)
+    for k, v in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, k) == 0:
+            setattr(args, k, v)
+    per_update = ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1))
+    try:
+        cli.check_int("--seeds", args.seeds, low=3)
+        cli.check_int("--steps", args.steps, low=per_update)
+        cli.check_int("--eval-tasks", args.eval_tasks, low=1)
+        cli.check_int("--seed", args.seed, low=0)
+        cli.check_workdir("--workdir", args.workdir)
+    except cli.ConfigError as e:
+        p.error(str(e))
+    return args
+
+
+def main(argv=None) -> str:
+    cli.quiet_logs()
+    args = parse_args(argv)
+    for module, _, _ in PROGRAMS:  # every static config is checked before anything compiles
+        module.validate(agent_config(module, max(1, args.steps // 2048)))
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    trained = train_all(args)
+    ret, cells, moves, goals = evaluate(trained, args)
+    print(f"evaluated: {time.perf_counter() - t0:.0f} s; lifetime return "
+          + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in ret.items()),
+          flush=True)  # fmt: skip
+    from rljax import machine
+
+    settings = {k: getattr(args, k) for k in ("seeds", "steps", "eval_tasks", "seed")}
+    settings.update(hparams=HPARAMS, credit_gamma=CREDIT_GAMMA, arms=4, side=SIDE,
+                    episodes=EPISODES, length=LENGTH)  # fmt: skip
+    meta = {
+        "settings": settings,
+        **machine.run_record("experiments/emergent_exploration_grid.py", argv, t0),
+        "cpu_seconds": time.process_time() - cpu0,
+    }  # fmt: skip
+    text = write_outputs(ret, cells, moves, goals, trained, args, meta)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    cli.main(lambda: main() and 0)
