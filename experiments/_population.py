@@ -15,7 +15,7 @@ import time
 import jax
 import numpy as np
 
-from rljax import envs
+from rljax import cli, envs
 from rljax.agents import learner
 from rljax.parallel import mesh as mesh_lib
 from rljax.train import population
@@ -219,3 +219,30 @@ def binned_curve(ret: np.ndarray, cnt: np.ndarray, bins: int) -> tuple[np.ndarra
         idx[: ok[0]] = ok[0]
         curve[a] = row[idx]
     return curve, np.array([c[-1] + 1 for c in chunks])
+
+
+def meta_rl_args(argv, doc: str, workdir: str, defaults: dict, quick: dict, per_update: int):
+    """The flags of the meta-RL studies (emergent exploration on bandits and gridworlds): seeds,
+    env steps per agent, evaluation lifetimes, first seed, --quick, --workdir; a flag left at 0
+    takes ``defaults`` (or ``quick``); bad values are one-line parser errors before compiling.
+    """
+    p = cli.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=0, help=f"(0: {defaults['seeds']})")
+    p.add_argument("--steps", type=int, default=0, help="env steps per agent")
+    p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes for the test")
+    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
+    p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
+    p.add_argument("--workdir", default=workdir)
+    args = p.parse_args(argv)
+    for k, v in (quick if args.quick else defaults).items():
+        if getattr(args, k) == 0:
+            setattr(args, k, v)
+    try:
+        cli.check_int("--seeds", args.seeds, low=3)
+        cli.check_int("--steps", args.steps, low=per_update)
+        cli.check_int("--eval-tasks", args.eval_tasks, low=1)
+        cli.check_int("--seed", args.seed, low=0)
+        cli.check_workdir("--workdir", args.workdir)
+    except cli.ConfigError as e:
+        p.error(str(e))
+    return args

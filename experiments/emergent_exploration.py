@@ -383,27 +383,10 @@ def write_outputs(regret, actions, means, trained, args, meta) -> str:
 
 
 def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
-    p.add_argument("--steps", type=int, default=0, help="env steps per agent")
-    p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes for the test")
-    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
-    p.add_argument("--workdir", default="runs/emergent_exploration")
-    args = p.parse_args(argv)
-    for k, v in (QUICK if args.quick else DEFAULTS).items():
-        if getattr(args, k) == 0:
-            setattr(args, k, v)
     per_update = ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1))
-    try:
-        cli.check_int("--seeds", args.seeds, low=3)
-        cli.check_int("--steps", args.steps, low=per_update)
-        cli.check_int("--eval-tasks", args.eval_tasks, low=1)
-        cli.check_int("--seed", args.seed, low=0)
-        cli.check_workdir("--workdir", args.workdir)
-    except cli.ConfigError as e:
-        p.error(str(e))
-    return args
+    return _population.meta_rl_args(
+        argv, __doc__, "runs/emergent_exploration", DEFAULTS, QUICK, per_update
+    )
 
 
 def main(argv=None) -> str:
