@@ -221,6 +221,41 @@ def binned_curve(ret: np.ndarray, cnt: np.ndarray, bins: int) -> tuple[np.ndarra
     return curve, np.array([c[-1] + 1 for c in chunks])
 
 
+def train_arms(programs, agent_config, hparams: dict, args, on_arm=None) -> dict:
+    """Trains each ``(module, env_name, {arm: gamma})`` of ``programs`` as one population (the
+    arms as grid points of ``hparams`` with their gamma, ``args.seeds`` seeds each).
+
+    ``on_arm(arm, module, config, first_state, env_name)``, if given, is called per arm with the
+    state of its first seed. Returns ``{"states": {arm: (module, config, states [S])}, "curves":
+    {arm: [S, bins]}, "seconds": {program label: s}}``.
+    """
+    out = {"states": {}, "curves": {}, "seconds": {}}
+    for module, env_name, arms in programs:
+        per_update = module.env_steps_per_update(agent_config(module, 1))
+        config = agent_config(module, args.steps // per_update)
+        points = [dict(hparams, gamma=g) for g in arms.values()]
+        res = train_population(module, config, env_name, points, args.seeds, args.steps, args.seed)
+        curve, _ = binned_curve(res["ret"], res["cnt"], min(10, res["ret"].shape[1]))
+        for i, arm in enumerate(arms):
+            rows = slice(i * args.seeds, (i + 1) * args.seeds)
+            out["states"][arm] = (
+                module,
+                res["config"],
+                jax.tree.map(lambda x, r=rows: x[r], res["state"]),
+            )
+            out["curves"][arm] = curve[rows].tolist()
+            if on_arm is not None:
+                first = jax.tree.map(lambda x, j=i * args.seeds: x[j], res["state"])
+                on_arm(arm, module, res["config"], first, env_name)
+        label = "+".join(arms)
+        out["seconds"][label] = res["seconds"]
+        print(f"trained {label} ({module.__name__.rsplit('.', 1)[-1]}, {env_name}): "
+              f"{res['seconds']:.0f} s; last-tenth lifetime return "
+              + ", ".join(f"{a} {np.mean(out['curves'][a], 0)[-1]:.2f}" for a in arms),
+              flush=True)  # fmt: skip
+    return out
+
+
 def meta_rl_args(argv, doc: str, workdir: str, defaults: dict, quick: dict, per_update: int):
     """The flags of the meta-RL studies (emergent exploration on bandits and gridworlds): seeds,
     env steps per agent, evaluation lifetimes, first seed, --quick, --workdir; a flag left at 0

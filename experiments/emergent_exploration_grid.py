@@ -287,30 +287,7 @@ def invariants(trained: dict) -> dict:
 
 def train_all(args) -> dict:
     """Trains every program; returns states, configs and training curves per arm."""
-    out = {"states": {}, "curves": {}, "seconds": {}}
-    for module, env_name, arms in PROGRAMS:
-        per_update = module.env_steps_per_update(agent_config(module, 1))
-        config = agent_config(module, args.steps // per_update)
-        points = [dict(HPARAMS, gamma=g) for g in arms.values()]
-        res = _population.train_population(
-            module, config, env_name, points, args.seeds, args.steps, args.seed
-        )
-        curve, _ = _population.binned_curve(res["ret"], res["cnt"], min(10, res["ret"].shape[1]))
-        for i, arm in enumerate(arms):
-            rows = slice(i * args.seeds, (i + 1) * args.seeds)
-            out["states"][arm] = (
-                module,
-                res["config"],
-                jax.tree.map(lambda x, r=rows: x[r], res["state"]),
-            )
-            out["curves"][arm] = curve[rows].tolist()
-        label = "+".join(arms)
-        out["seconds"][label] = res["seconds"]
-        print(f"trained {label} ({module.__name__.rsplit('.', 1)[-1]}, {env_name}): "
-              f"{res['seconds']:.0f} s; last-tenth lifetime return "
-              + ", ".join(f"{a} {np.mean(out['curves'][a], 0)[-1]:.2f}" for a in arms),
-              flush=True)  # fmt: skip
-    return out
+    return _population.train_arms(PROGRAMS, agent_config, HPARAMS, args)
 
 
 def evaluate(trained: dict, args) -> tuple[dict, dict, dict, np.ndarray]:
