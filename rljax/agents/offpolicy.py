@@ -241,10 +241,11 @@ def update(config: Any, env: gymnax_env.Env, state, policy, learn, steps_per_upd
         return new._replace(buffer=None, env=None), grad_metrics
 
     out_shape = jax.eval_shape(_learned, state)
-    skip = lambda s: (
-        s._replace(buffer=None, env=None),  # noqa: E731
-        jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), out_shape[1]),
-    )
+
+    def skip(s):
+        zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), out_shape[1])
+        return s._replace(buffer=None, env=None), zeros
+
     new, grad_metrics = jax.lax.cond(population_any(learning), _learned, skip, state)
     metrics.update(grad_metrics)
     return new._replace(buffer=buffer, env=env_state, step=state.step + 1), metrics
