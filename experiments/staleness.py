@@ -14,8 +14,10 @@ and CISPO (its clipped, stopped ratio taken against μ; ε_high 0.28, the preset
 Design (a fraction of the 5 × 4 grid, stated): no correction at k ∈ {0, 1, 2, 4, 8}; TIS and MIS
 at k ∈ {4, 8} (at k = 0 their weights are exactly 1: they are the uncorrected learner); CISPO at
 k ∈ {0, 4, 8} (``--design=claims``: only the six cells the claims compare, none at k ∈ {0, 8},
-TIS and MIS at 8, CISPO at {0, 8}). Every other field is Lite PPO's (group mean / batch std
-advantages, token-level mean, 2 epochs × 2 minibatches, lr 3e-4, no KL) on
+TIS and MIS at 8, CISPO at {0, 8}). A second population (the sampler's precision is static: a
+second program) samples in bf16 while the learner trains in float32 (`stale_grpo.Config.
+sampler_dtype`), at k = 0 with no correction, TIS and MIS. Every other field is Lite PPO's
+(group mean / batch std advantages, token-level mean, 2 epochs × 2 minibatches, lr 3e-4, no KL) on
 `configs/grpo.py:arithmetic,fast` (levels 1-2, 16 prompts × 8 samples per update). Metric:
 held-out pass@1 gain over the SFT base (200 problems × 4 samples, host verifiers) per cell, 95%
 intervals over seeds.
@@ -27,10 +29,14 @@ Claims (from the asynchronous-RL literature: PipelineRL, AReaL, the TIS/MIS note
 2. importance-sampling corrections repair it: gain(TIS or MIS, k=8) > gain(none, k=8), for each
    (`_verdicts.over_arms` over the two);
 3. CISPO tolerates 8 updates of lag: gain(CISPO, 8) matches or beats gain(CISPO, 0) within 0.02
-   (`_verdicts.matches_or_beats`).
-The invariant is checked on every run from the logged metrics: at update t every learner's
+   (`_verdicts.matches_or_beats`);
+4. a bf16 sampler beside a float32 learner, uncorrected, costs accuracy: gain(bf16 none, 0) <
+   gain(none, 0) (the inference-engine mismatch of the TIS note);
+5. importance sampling repairs it: gain(bf16 TIS or MIS, 0) > gain(bf16 none, 0), for each.
+The invariants are checked on every run from the logged metrics: at update t every learner's
 sampler has the norm its own parameters had before update max(t − k, 0), and its lag is
-min(t, k) (`lag_invariant` in results.json; the run fails if it does not hold).
+min(t, k); the float32 k = 0 learners see no mismatch (|log π_prox/μ| = 0) and the bf16 ones see
+one at every update (`lag_invariant` in results.json; the run fails if they do not hold).
 
 Writes results.md, results.json, gain_vs_lag.png and curves.png.
 """
@@ -65,6 +71,9 @@ DEFAULT = {
 }
 CLAIMS = {"none": (0, 8), "tis": (8,), "mis": (8,), "cispo": (0, 8)}  # only what the claims read
 QUICK = {"none": (0, 2), "tis": (2,), "mis": (2,), "cispo": (0, 2)}
+SAMPLER_DTYPE = "bfloat16"  # the precision arm's sampler (the learner stays float32)
+PRECISION = {"none": (0,), "tis": (0,), "mis": (0,)}
+QUICK_PRECISION = {"none": (0,), "tis": (0,)}
 STALE_KEYS = ("stale/lag", "stale/sampler_norm", "stale/params_norm", "stale/abs_log_ratio",
               "stale/over_cap")  # fmt: skip
 
@@ -75,16 +84,34 @@ def cells(quick: bool, design: str = "full") -> dict[str, tuple[str, int]]:
     return {f"{c} k={k}": (c, k) for c, ks in grid.items() for k in ks}
 
 
-def train(args, design: dict) -> dict:
-    """Trains the one population; returns `_lm_repro.train`'s result layout plus stale curves."""
+def precision_cells(quick: bool) -> dict[str, tuple[str, int]]:
+    """{label: (correction, k)} of the bf16-sampler population."""
+    grid = QUICK_PRECISION if quick else PRECISION
+    return {f"bf16 {c} k={k}": (c, k) for c, ks in grid.items() for k in ks}
+
+
+def train_all(args, design: dict, precision: dict) -> dict:
+    """The float32-sampler population, then the bf16-sampler one; one result layout."""
+    first = train(args, design, "stale")
+    second = train(args, precision, "stale_bf16", SAMPLER_DTYPE)
+    return {
+        "arms": {**first["arms"], **second["arms"]},
+        "updates": first["updates"],
+        "seconds": {**first["seconds"], **second["seconds"]},
+        "cpu_seconds": {**first["cpu_seconds"], **second["cpu_seconds"]},
+    }
+
+
+def train(args, design: dict, name: str, sampler_dtype: str = "") -> dict:
+    """Trains one population; returns `_lm_repro.train`'s result layout plus stale curves."""
     arms = {label: CISPO if c == "cispo" else LITE for label, (c, _) in design.items()}
-    pop = repro.Population("stale", arms)
+    pop = repro.Population(name, arms)
     run = repro.testbed(args, pop, chunk_steps=20, final_samples=4, final_problems=200)
     points = lm_experiment.validate(run)
     t0, c0 = time.perf_counter(), time.process_time()
     agent_cfg, data, _, values, test, _ = lm_experiment.build(run, points)
     lags = [k for _, k in design.values()]
-    config = stale_grpo.Config(agent_cfg, max_lag=max(lags))
+    config = stale_grpo.Config(agent_cfg, max_lag=max(lags), sampler_dtype=sampler_dtype)
     stale_grpo.validate(config)
     hparams = [
         stale_grpo.make_hparams(v, k, c, IS_CAP)
@@ -96,10 +123,12 @@ def train(args, design: dict) -> dict:
         num_updates=run.steps, chunk_updates=run.chunk_steps, num_seeds=run.num_seeds,
         seed=run.seed, grid=tuple({"cell": label} for label in design), env_as_argument=True,
     )  # fmt: skip
-    fingerprint = {**dataclasses.asdict(run), "cells": list(design), "is_cap": IS_CAP}
+    fingerprint = {**dataclasses.asdict(run), "cells": list(design), "is_cap": IS_CAP,
+                   "sampler_dtype": sampler_dtype}  # fmt: skip
     result = population.run(
-        spec, workdir=run.workdir, title="stale RLVR", checkpoint_every=run.checkpoint_every,
-        resume=False, progress=run.progress, fingerprint=fingerprint, **lm_experiment.LOOP_OPTIONS,
+        spec, workdir=run.workdir, title=f"stale RLVR, {sampler_dtype or 'float32'} sampler",
+        checkpoint_every=run.checkpoint_every, resume=False, progress=run.progress,
+        fingerprint=fingerprint, **lm_experiment.LOOP_OPTIONS,
     )  # fmt: skip
     key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)
     base, learners = report.evaluate_learners(
@@ -117,9 +146,9 @@ def train(args, design: dict) -> dict:
             },
             "base": base,
         }
-    seconds = {"stale": round(time.perf_counter() - t0, 1)}
+    seconds = {name: round(time.perf_counter() - t0, 1)}
     return {"arms": out, "updates": updates, "seconds": seconds,
-            "cpu_seconds": {"stale": round(time.process_time() - c0, 1)}}  # fmt: skip
+            "cpu_seconds": {name: round(time.process_time() - c0, 1)}}  # fmt: skip
 
 
 def read_stale(workdir: str, num_points: int, num_seeds: int) -> dict:
@@ -136,11 +165,13 @@ def read_stale(workdir: str, num_points: int, num_seeds: int) -> dict:
     return out
 
 
-def lag_invariant(arms: dict, design: dict) -> dict:
+def lag_invariant(arms: dict, design: dict, precision: dict) -> dict:
     """At update t (0-based) the lag is min(t, k) and the sampler's norm is the norm the learner's
-    own parameters had before update max(t − k, 0); checked for every learner and update."""
+    own parameters had before update max(t − k, 0); a float32 sampler at k = 0 is the learner
+    (|log π_prox/μ| = 0) and a bf16 one differs from it at every update. Checked for every
+    learner and update."""
     checked, bad = 0, []
-    for label, (_, k) in design.items():
+    for label, (_, k) in {**design, **precision}.items():
         c = arms[label]["curves"]
         lag, sampler, own = c["stale/lag"], c["stale/sampler_norm"], c["stale/params_norm"]
         steps = lag.shape[1]
@@ -152,12 +183,18 @@ def lag_invariant(arms: dict, design: dict) -> dict:
             bad.append(f"{label}: sampler norm is not the norm of update t - k")
         if k > 0 and steps > k and np.allclose(own[:, k], own[:, 0]):
             bad.append(f"{label}: the parameters did not move, the check is vacuous")
+        mismatch = c["stale/abs_log_ratio"]
+        if label in precision and not np.all(mismatch > 0):
+            bad.append(f"{label}: the bf16 sampler matches the float32 learner exactly")
+        if label in design and k == 0 and not np.all(mismatch == 0):
+            bad.append(f"{label}: a float32 sampler at k = 0 differs from the learner")
         checked += lag.size
     return {"holds": not bad, "checked_updates": checked, "failures": bad}
 
 
-def verdicts(arms: dict, design: dict, quick: bool) -> tuple[dict, list[str]]:
+def verdicts(arms: dict, design: dict, precision: dict) -> tuple[dict, list[str]]:
     top = max(k for _, k in design.values())
+    fixes16 = [c for c, _ in precision.values() if c != "none"]
     g = {label: repro.gains(a) for label, a in arms.items()}
     comparisons = {
         f"none k={top} vs none k=0": repro.effect(g[f"none k={top}"], g["none k=0"]),
@@ -166,6 +203,11 @@ def verdicts(arms: dict, design: dict, quick: bool) -> tuple[dict, list[str]]:
             for c in ("tis", "mis")
         },
         f"cispo k={top} vs cispo k=0": repro.effect(g[f"cispo k={top}"], g["cispo k=0"]),
+        "bf16 none k=0 vs none k=0": repro.effect(g["bf16 none k=0"], g["none k=0"]),
+        **{
+            f"bf16 {c} k=0 vs bf16 none k=0": repro.effect(g[f"bf16 {c} k=0"], g["bf16 none k=0"])
+            for c in fixes16
+        },
     }
     d1 = comparisons[f"none k={top} vs none k=0"]
     v1 = _verdicts.vs_zero(d1["diff_ci"], higher_is_claimed=False)
@@ -181,10 +223,25 @@ def verdicts(arms: dict, design: dict, quick: bool) -> tuple[dict, list[str]]:
     d3 = comparisons[f"cispo k={top} vs cispo k=0"]
     v3 = _verdicts.matches_or_beats(d3["diff_ci"], margin=0.02)
     why3 = f"gain(CISPO, k={top}) − gain(CISPO, k=0) = {d3['diff']:+.3f} {_ci(d3)}, margin 0.02"
+    d4 = comparisons["bf16 none k=0 vs none k=0"]
+    v4 = _verdicts.vs_zero(d4["diff_ci"], higher_is_claimed=False)
+    why4 = f"gain(bf16 none, k=0) − gain(none, k=0) = {d4['diff']:+.3f} {_ci(d4)}"
+    each16 = {c: _verdicts.vs_zero(comparisons[f"bf16 {c} k=0 vs bf16 none k=0"]["diff_ci"])
+              for c in fixes16}  # fmt: skip
+    v5 = _verdicts.over_arms(each16.values())
+    fixes = {c: comparisons[f"bf16 {c} k=0 vs bf16 none k=0"] for c in each16}
+    why5 = "; ".join(
+        f"bf16 {c.upper()} − bf16 none = {fixes[c]['diff']:+.3f} {_ci(fixes[c])} ({st})"
+        for c, st in each16.items()
+    )
+    names16 = " and ".join(c.upper() for c in fixes16)
     claims = {
         f"uncorrected staleness (k={top}) lowers the gain": (v1, why1),
         f"TIS and MIS repair k={top} (each beats no correction)": (v2, why2),
         f"CISPO tolerates k={top} (matches its k=0 within 0.02)": (v3, why3),
+        "a bf16 sampler beside a float32 learner, uncorrected, lowers the gain": (v4, why4),
+        f"{names16} repair{'s' if len(fixes16) == 1 else ''} the bf16 sampler (each beats no "
+        "correction)": (v5, why5),
     }
     lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
     return {"claims": claims, "comparisons": comparisons}, lines
@@ -236,12 +293,12 @@ def main(argv=None):
     if args.quick:  # enough updates for the lag to show (k = 2)
         args.steps = 6
     start = time.perf_counter()
-    design = cells(args.quick, args.design)
+    design, precision = cells(args.quick, args.design), precision_cells(args.quick)
     if args.steps <= max(k for _, k in design.values()):
         parser.error(f"--steps={args.steps} is invalid; allowed: an integer > the largest lag")
-    result = train(args, design)
+    result = train_all(args, design, precision)
     arms = result["arms"]
-    invariant = lag_invariant(arms, design)
+    invariant = lag_invariant(arms, design, precision)
     if not invariant["holds"]:
         raise RuntimeError(f"the lag invariant fails: {invariant['failures']}")
     rows = repro.summaries(
@@ -254,22 +311,26 @@ def main(argv=None):
             "entropy": lambda a: repro.late(a, "entropy"),
         },
     )
-    decided, claim_lines = verdicts(arms, design, args.quick)
+    decided, claim_lines = verdicts(arms, design, precision)
     base = next(iter(arms.values()))["base"]
     context = [
         f"Base held-out pass@1: {base['pass@1']:.3f}. Lag invariant: holds on all "
         f"{invariant['checked_updates']} (learner, update) pairs.",
         "",
-        "Design: see the script's docstring (TIS and MIS at k = 0 are the uncorrected learner).",
+        "Design: see the script's docstring (TIS and MIS at k = 0 are the uncorrected learner; "
+        "the bf16 cells sample in bf16 and learn in float32).",
     ]
     text = repro.report(
         args, result, start, decided, claim_lines, rows,
-        title="Staleness: RLVR fed by completions sampled k updates ago, four corrections",
+        title="Staleness: RLVR fed by completions sampled k updates ago or in bf16, four "
+        "corrections",
         claim="Uncorrected sampler/learner staleness lowers the RLVR gain; truncated or masked "
-        "importance sampling repairs it; CISPO tolerates 8 updates of lag.",
+        "importance sampling repairs it; CISPO tolerates 8 updates of lag; a bf16 sampler "
+        "beside a float32 learner lowers the gain and importance sampling repairs it.",
         headline="gain", metric="held-out pass@1 gain over the base", context=context,
-        extra={"lag_invariant": invariant, "design": {k: list(v) for k, v in design.items()},
-               "is_cap": IS_CAP},
+        extra={"lag_invariant": invariant,
+               "design": {k: list(v) for k, v in {**design, **precision}.items()},
+               "is_cap": IS_CAP, "sampler_dtype": {k: SAMPLER_DTYPE for k in precision}},
     )  # fmt: skip
     plots(result, design, args.workdir)
     print(text)

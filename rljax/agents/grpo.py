@@ -274,15 +274,19 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     return step(config, data, state)
 
 
-def step(config: Config, data: TaskData, state: State, sampler=None, behaviour=None):
-    """`update`, sampled with `sampler` (None: the learner's own parameters) and with
+def step(
+    config: Config, data: TaskData, state: State, sampler=None, behaviour=None, sampler_model=None
+):
+    """`update`, sampled with `sampler` (None: the learner's own parameters) run by
+    `sampler_model` (None: `config.model`; e.g. the same model in bf16) and with
     `behaviour(batch) -> (batch, metrics)` applied before training (`rljax.agents.stale_grpo`)."""
     hp, choice = state.hparams, _choice(state.hparams)
     B, G = config.prompts_per_step, config.group_size
     k_prompts, k_sample, k_ref, k_order = jax.random.split(
         jax.random.fold_in(state.key, state.step), 4
     )
-    ro = _rollout(config, data, state, k_prompts, k_sample, sampler)
+    sampling = config if sampler_model is None else dataclasses.replace(config, model=sampler_model)
+    ro = _rollout(sampling, data, state, k_prompts, k_sample, sampler)
     seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
     current = policy(config, data, state.params)
     old_logp, _, old_mean_log_probs = completion_token_stats(current, config.model, *seqs, G)

@@ -5,7 +5,9 @@ completions sampled by the parameters of update t − k. Here the lag is determi
 inside the one compiled step, with no threads: the state carries a ring of the last L + 1
 parameter snapshots (slot s mod (L + 1) holds the parameters before update s), and update t
 samples its batch with the snapshot of update max(t − k, 0) (the first k batches come from the
-initial policy, as a pipeline that starts full). Then it trains the current parameters on them
+initial policy, as a pipeline that starts full). With `Config.sampler_dtype="bfloat16"` the
+sampler runs those parameters in bf16 while the learner trains in float32 (an inference engine's
+precision mismatch, there at k = 0 too). Then it trains the current parameters on them
 with one of four corrections of the sampler/learner mismatch, per token, with μ the sampler's
 probability and π_prox the learner's before the update (`rljax.agents.grpo`'s π_old):
 
@@ -38,6 +40,7 @@ from rljax import checks
 from rljax.agents import grpo, learner
 from rljax.lm import presets
 from rljax.lm.logprobs import completion_token_stats
+from rljax.lm.model import DTYPES
 
 CORRECTIONS = ("none", "tis", "mis", "cispo")
 TaskData = grpo.TaskData
@@ -45,10 +48,14 @@ TaskData = grpo.TaskData
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The GRPO learner's static config and the largest lag L of the population."""
+    """The GRPO learner's static config, the largest lag L of the population and the sampler's
+    precision."""
 
     grpo: grpo.Config
     max_lag: int = 8  # L: the ring holds L + 1 snapshots
+    # The sampler's `TransformerConfig.dtype` ("": the learner's). "bfloat16" beside a float32
+    # learner is an inference engine's precision mismatch: μ is the bf16 model's distribution.
+    sampler_dtype: str = ""
 
 
 class Hparams(NamedTuple):
@@ -96,6 +103,17 @@ def make_hparams(values: dict, lag: int, correction: str, is_cap: float = 2.0) -
 def validate(config: Config) -> None:
     grpo.validate(config.grpo)
     checks.check_int("max_lag", config.max_lag, low=0)
+    if config.sampler_dtype not in ("", *DTYPES):
+        raise ValueError(
+            f"sampler_dtype={config.sampler_dtype!r} is unknown; valid: '' (the learner's), "
+            + ", ".join(DTYPES)
+        )
+
+
+def sampler_model(config: Config):
+    """The `TransformerConfig` that samples (and scores μ): the learner's, in `sampler_dtype`."""
+    model = config.grpo.model
+    return dataclasses.replace(model, dtype=config.sampler_dtype or model.dtype)
 
 
 def env_steps_per_update(config: Config) -> int:
@@ -151,15 +169,17 @@ def update(config: Config, data: TaskData, state: State) -> tuple[State, dict[st
     history = jax.tree.map(lambda h, p: h.at[t % slots].set(p), state.history, state.inner.params)
     source = jnp.maximum(t - state.hparams.lag, 0)
     sampler = jax.tree.map(lambda h: h[source % slots], history)
-    cfg = config.grpo
+    cfg, model = config.grpo, sampler_model(config)
 
     def behaviour(batch):
         seqs = (batch.prompt_tokens, batch.prompt_mask, batch.tokens, batch.completion_mask)
         mu_params = grpo.policy(cfg, data, sampler)  # with LoRA: the base + the adapters
-        mu_logp, _, _ = completion_token_stats(mu_params, cfg.model, *seqs, cfg.group_size)
+        mu_logp, _, _ = completion_token_stats(mu_params, model, *seqs, cfg.group_size)
         return correct(state.hparams, batch, mu_logp)
 
-    inner, metrics = grpo.step(cfg, data, state.inner, sampler=sampler, behaviour=behaviour)
+    inner, metrics = grpo.step(
+        cfg, data, state.inner, sampler=sampler, behaviour=behaviour, sampler_model=model
+    )
     metrics["stale/lag"] = (t - source).astype(jnp.float32)
     metrics["stale/sampler_norm"] = optax.tree.norm(sampler)
     metrics["stale/params_norm"] = optax.tree.norm(state.inner.params)  # before the update

@@ -1,6 +1,8 @@
 """The stale GRPO learner: the corrections' weights on hand-made ratios, and the lag invariant
 (update t samples with exactly the parameters of update max(t − k, 0)); bad inputs."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,10 +58,14 @@ def test_bad_inputs_fail_naming_the_field():
         _hp("tis", lag=-1)
     with pytest.raises(ValueError, match="is_cap"):
         _hp("tis", cap=0.5)
+    inner = grpo.Config(model=MODEL, reward_kind="final_int", completion_length=8)
+    with pytest.raises(ValueError, match="sampler_dtype='fp8'.*bfloat16"):
+        stale_grpo.validate(stale_grpo.Config(inner, sampler_dtype="fp8"))
 
 
-@pytest.mark.slow  # compiles the step twice (~20 s on the 2-core CPU)
+@pytest.mark.slow  # compiles the step three times (~30 s on the 2-core CPU)
 def test_update_t_samples_with_the_parameters_of_update_t_minus_k():
+    """... and in the sampler's precision: a bf16 sampler at k = 0 is a mismatch of its own."""
     task = TASKS["arithmetic"]
     table = jax.tree.map(
         jnp.asarray, device_reward.make_table(task, make_split(task, num_per_level=8, seed=0))
@@ -68,17 +74,20 @@ def test_update_t_samples_with_the_parameters_of_update_t_minus_k():
     inner = grpo.Config(
         model=MODEL, reward_kind="final_int", completion_length=8, prompts_per_step=4, group_size=4
     )
-    config = stale_grpo.Config(inner, max_lag=3)
     update = jax.jit(stale_grpo.update, static_argnums=0)
     rollout = jax.jit(grpo._rollout, static_argnums=0)
-    for lag, correction in ((2, "tis"), (0, "none")):
+    for lag, correction, dtype in ((2, "tis", ""), (0, "none", ""), (0, "tis", "bfloat16")):
+        config = stale_grpo.Config(inner, max_lag=3, sampler_dtype=dtype)
+        stale_grpo.validate(config)
+        sampling = dataclasses.replace(inner, model=stale_grpo.sampler_model(config))
+        assert sampling.model.dtype == (dtype or "float32")
         state = stale_grpo.init(config, data, jax.random.PRNGKey(3), _hp(correction, lag))
         before = []  # the parameters before each update
         for t in range(6):
             before.append(jax.tree.map(np.asarray, state.inner.params))
             keys = jax.random.split(jax.random.fold_in(state.inner.key, t), 4)
             source = max(t - lag, 0)
-            ro = rollout(inner, data, state.inner, keys[0], keys[1], before[source])
+            ro = rollout(sampling, data, state.inner, keys[0], keys[1], before[source])
             state, m = update(config, data, state)
             assert float(m["stale/lag"]) == t - source
             norm = float(optax.tree.norm(before[source]))
@@ -87,9 +96,9 @@ def test_update_t_samples_with_the_parameters_of_update_t_minus_k():
             np.testing.assert_allclose(m["correct/mean"], np.mean(ro.verified), rtol=1e-6)
             length = np.mean(np.sum(ro.completion_mask, axis=1))
             np.testing.assert_allclose(m["response/length"], length, rtol=1e-6)
-            if t > 0 and lag > 0:  # sampler and learner differ: the ratio is not 1
+            if (t > 0 and lag > 0) or dtype:  # sampler and learner differ: the ratio is not 1
                 assert float(m["stale/abs_log_ratio"]) > 1e-4
-            if lag == 0:
+            if lag == 0 and not dtype:
                 assert float(m["stale/abs_log_ratio"]) == 0.0
         norms = [float(optax.tree.norm(p)) for p in before]
         assert len(set(norms)) == len(norms)  # every update moved the parameters

@@ -12,18 +12,20 @@ import pytest
 def test_staleness_quick_lag_is_k(run_quick):
     res = run_quick("staleness.py", timeout=380)
     cells = {"none k=0", "none k=2", "tis k=2", "mis k=2", "cispo k=0", "cispo k=2"}
-    assert set(res["arms"]) == cells
+    bf16 = {"bf16 none k=0", "bf16 tis k=0"}  # sampled in bf16, learned in float32
+    assert set(res["arms"]) == cells | bf16
+    assert res["sampler_dtype"] == {c: "bfloat16" for c in bf16}
     inv = res["lag_invariant"]
     assert inv["holds"] and not inv["failures"]
-    assert inv["checked_updates"] == len(cells) * 3 * 6  # every learner, every update
+    assert inv["checked_updates"] == len(cells | bf16) * 3 * 6  # every learner, every update
     for cell, row in res["table"].items():
         mismatch = row["|log π_prox/μ|"]["mean"]
-        if cell.endswith("k=0"):  # sampler and learner are the same parameters
+        if cell.endswith("k=0") and cell not in bf16:  # sampler and learner are the same
             assert mismatch == 0.0, cell
-        else:  # the sampler lags: its log-probs differ from the learner's
+        else:  # the sampler lags or runs in bf16: its log-probs differ from the learner's
             assert mismatch > 1e-4, cell
         assert math.isfinite(row["gain"]["mean"]), cell
-    assert len(res["claims"]) == 3
+    assert len(res["claims"]) == 5
 
 
 @pytest.mark.slow
