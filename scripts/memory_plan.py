@@ -4,17 +4,21 @@
         [--models=qwen2.5-0.5b,qwen2.5-1.5b,llama-3.2-1b,qwen2.5-7b,qwen3-8b] \
         [--mesh_shape=8 --mesh_axes=fsdp] [--rules=fsdp|fsdp_tensor] \
         [--prompts=8 --group_size=8 --prompt_length=256 --completion_length=1024] \
-        [--micro_batches=1] [--programs=step,sampler] [--device_gb=80] [--out=runs/memory_plan]
+        [--micro_batches=1] [--programs=step,sampler,population] [--learners=2]
+        [--dtype=float32|bfloat16] [--remat] [--device_gb=80] [--out=runs/memory_plan]
     PYTHONPATH=$PWD python scripts/memory_plan.py --config=configs/grpo_math.py:gsm8k,qwen3-8b
 
 Each row compiles the whole RLVR step (`rljax.agents.grpo.update`: sampling with the KV cache,
 the answer checker's callback, old / reference log-probs, one epoch of AdamW in
-`--micro_batches` accumulation steps) and the sampler alone, with `jax.ShapeDtypeStruct` inputs
+`--micro_batches` accumulation steps), the sampler alone, or `--learners` steps as one population
+(`vmap`, the learners over the mesh's ``seeds`` axis), with `jax.ShapeDtypeStruct` inputs
 on 8 fake CPU devices (`--cpu_devices`), and prints each device's argument / output / temp bytes
 from `compiled.memory_analysis()` against `--device_gb`. No weights are allocated; compiling a
 7-8B step takes minutes (the model's layers are unrolled). Rows are appended to
 `<out>/plan.jsonl` as they finish; `<out>/plan.md` is the table (docs/scaling.md).
-Models are the present decoder at each checkpoint's shape (rljax.parallel.memory_plan).
+Models are each checkpoint's own decoder (its config.json fields through
+rljax.lm.hf.config.from_hf; rljax.parallel.memory_plan), float32 parameters and moments,
+activations in `--dtype`, `--remat` checkpointing every block.
 """
 
 import argparse
@@ -40,7 +44,8 @@ from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.parallel import steps  # noqa: E402
 
 RULES = {"fsdp": steps.LM_FSDP, "fsdp_tensor": steps.LM_FSDP_TENSOR}
-PROGRAMS = ("step", "sampler")
+PROGRAMS = ("step", "sampler", "population")
+DTYPES = ("float32", "bfloat16")
 GB = 1e9
 
 
@@ -86,6 +91,9 @@ def parse(argv):
     p.add_argument("--completion_length", type=int, default=1024)
     p.add_argument("--micro_batches", type=int, default=1)
     p.add_argument("--programs", default="step,sampler")
+    p.add_argument("--learners", type=int, default=2, help="learners of the population program")
+    p.add_argument("--dtype", default="float32", help="activations: float32 or bfloat16")
+    p.add_argument("--remat", action="store_true", help="checkpoint every block (backward pass)")
     p.add_argument("--n_layers", type=int, default=0, help="override the depth (0: the model's)")
     p.add_argument("--device_gb", type=float, default=80.0)
     p.add_argument("--cpu_devices", type=int, default=8)
@@ -102,7 +110,11 @@ def parse(argv):
     for name in args.programs.split(","):
         if name not in PROGRAMS:
             raise ValueError(f"--programs has {name!r}; valid: {', '.join(PROGRAMS)}")
-    for name in ("prompts", "group_size", "prompt_length", "completion_length", "micro_batches"):
+    if args.dtype not in DTYPES:
+        raise ValueError(f"--dtype={args.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
+    names = ("prompts", "group_size", "prompt_length", "completion_length", "micro_batches",
+             "learners")  # fmt: skip
+    for name in names:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name}={getattr(args, name)} is invalid; allowed: >= 1")
     if args.prompts % args.micro_batches:
@@ -119,8 +131,11 @@ def row(name: str, program: str, plan: mp.PlanConfig, mesh_cfg, args, memory, se
     return {
         "model": name,
         "program": program,
-        "params_approx": mp.num_params(plan.model),
-        "params_real": mp.SHAPES[name].params,
+        "params_plan": mp.num_params(plan.model),
+        "params_checkpoint": mp.PARAMS[name],
+        "dtype": plan.model.dtype,
+        "remat": plan.model.remat,
+        "learners": args.learners if program == "population" else 1,
         "mesh": "x".join(f"{a}={s}" for a, s in zip(mesh_cfg.axes, mesh_cfg.shape, strict=True)),
         "rules": args.rules,
         "batch": f"{plan.prompts}x{plan.group_size}",
@@ -139,15 +154,17 @@ def row(name: str, program: str, plan: mp.PlanConfig, mesh_cfg, args, memory, se
 
 def markdown(rows, device_gb: float) -> str:
     lines = [
-        f"| model | program | params (approx / real) | mesh | rules | batch | P+A | micro "
-        f"| argument GB | output GB | temp GB | peak GB | fits {device_gb:g} GB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| model | program | params (plan / checkpoint) | mesh | rules | batch | P+A | micro "
+        f"| activations | argument GB | output GB | temp GB | peak GB | fits {device_gb:g} GB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        program = r["program"] + (f" ({r['learners']} learners)" if r["learners"] > 1 else "")
         lines.append(
-            f"| {r['model']} | {r['program']} | {r['params_approx'] / 1e9:.2f}B / "
-            f"{r['params_real'] / 1e9:.2f}B | {r['mesh']} | {r['rules']} | {r['batch']} | "
+            f"| {r['model']} | {program} | {r['params_plan'] / 1e9:.2f}B / "
+            f"{r['params_checkpoint'] / 1e9:.2f}B | {r['mesh']} | {r['rules']} | {r['batch']} | "
             f"{r['prompt_length']}+{r['completion_length']} | {r['micro_batches']} | "
+            f"{r['dtype']}{', remat' if r['remat'] else ''} | "
             f"{r['argument_bytes'] / GB:.2f} | {r['output_bytes'] / GB:.2f} | "
             f"{r['temp_bytes'] / GB:.2f} | {r['peak_bytes'] / GB:.2f} | "
             f"{'yes' if r['fits'] else 'no'} |"
@@ -166,14 +183,13 @@ def main(argv) -> int:
     rows = []
     for name in args.models.split(","):
         length = args.prompt_length + args.completion_length
-        shape = mp.SHAPES[name]
-        if args.n_layers:  # a shallower probe of the same widths (depth scales the layers' share)
-            shape = shape._replace(n_layers=args.n_layers)
-            name_shown = f"{name} ({args.n_layers} layers)"
-        else:
-            name_shown = name
+        # --n_layers: a shallower probe of the same widths (depth scales the layers' share)
+        model = mp.model_config(
+            mp.SHAPES[name], length, n_layers=args.n_layers, dtype=args.dtype, remat=args.remat
+        )
+        name_shown = f"{name} ({args.n_layers} layers)" if args.n_layers else name
         plan = mp.PlanConfig(
-            mp.model_config(shape, length),
+            model,
             prompts=args.prompts,
             group_size=args.group_size,
             prompt_length=args.prompt_length,
@@ -183,8 +199,13 @@ def main(argv) -> int:
         )
         for program in args.programs.split(","):
             start = time.perf_counter()
-            compile_fn = mp.compile_step if program == "step" else mp.compile_sampler
-            memory = mp.memory_of(compile_fn(mesh, plan))
+            if program == "population":
+                compiled = mp.compile_population(mesh, plan, args.learners)
+            else:
+                compiled = (mp.compile_step if program == "step" else mp.compile_sampler)(
+                    mesh, plan
+                )
+            memory = mp.memory_of(compiled)
             r = row(name, program, plan, mesh_cfg, args, memory, time.perf_counter() - start)
             r["model"] = name_shown
             rows.append(r)

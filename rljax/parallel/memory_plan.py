@@ -15,12 +15,13 @@ model's size is ever allocated; XLA partitions the program for the mesh (GSPMD) 
 
 peak = argument + output − alias + temp is what one device must hold.
 
-Model shapes: `SHAPES` gives the widths, depths and vocabularies of public checkpoints, built
-with `rljax.lm.model` as it is: multi-head attention stands in for grouped-query attention (more
-attention weights than the real model), the GELU MLP's hidden width is 1.5x the SwiGLU width
-(the same MLP weight count with two matrices instead of three), no q/k/v biases, an untied
-output head and float32 everywhere. The parameter count of each approximation is reported
-next to the real one.
+Models: `SHAPES` holds the fields of each public checkpoint's `config.json` that change the
+computation, read by the same `rljax.lm.hf.config.from_hf` a loaded checkpoint goes through, so
+each plan row is the decoder rljax would run for that checkpoint: grouped-query attention,
+SwiGLU MLP, Qwen2's q/k/v biases, Qwen3's q/k norms, tied or untied embeddings; its parameter
+count equals the checkpoint's (`num_params`; `tests/parallel/test_memory_plan.py`). Parameters
+and AdamW moments are float32 (masters); `PlanConfig.model.dtype="bfloat16"` runs the forward
+and backward passes in bf16.
 """
 
 from __future__ import annotations
@@ -34,43 +35,65 @@ import numpy as np
 
 from rljax.agents import grpo
 from rljax.lm import device_reward, presets
+from rljax.lm.hf.config import from_hf
 from rljax.lm.model import TransformerConfig, init_params
 from rljax.parallel import lm as parallel_lm
 from rljax.parallel import sharding
 
 
-class ModelShape(NamedTuple):
-    """A public checkpoint's shape: `d_ff` is its SwiGLU width, `params` its real count."""
-
-    d_model: int
-    n_layers: int
-    n_heads: int
-    d_ff: int
-    vocab_size: int
-    params: float  # the checkpoint's own parameter count (for comparison)
+def _hf(arch, hidden, inter, heads, kv, layers, vocab, tie, theta, **extra) -> dict:
+    return {
+        "architectures": [arch], "hidden_size": hidden, "intermediate_size": inter,
+        "num_attention_heads": heads, "num_key_value_heads": kv, "num_hidden_layers": layers,
+        "vocab_size": vocab, "tie_word_embeddings": tie, "rope_theta": theta, **extra,
+    }  # fmt: skip
 
 
-# From each checkpoint's config.json (hidden_size, num_hidden_layers, num_attention_heads,
-# intermediate_size, vocab_size).
+# Each checkpoint's config.json fields (Hugging Face hub, read 2026-11); `PARAMS`: the
+# checkpoint's own parameter count, for the check that the plan's model is that model.
+QWEN2, LLAMA, QWEN3 = "Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"
 SHAPES = {
-    "qwen2.5-0.5b": ModelShape(896, 24, 14, 4864, 151936, 0.49e9),
-    "qwen2.5-1.5b": ModelShape(1536, 28, 12, 8960, 151936, 1.54e9),
-    "llama-3.2-1b": ModelShape(2048, 16, 32, 8192, 128256, 1.24e9),
-    "qwen2.5-7b": ModelShape(3584, 28, 28, 18944, 152064, 7.62e9),
-    "qwen3-8b": ModelShape(4096, 36, 32, 12288, 151936, 8.19e9),
+    "qwen2.5-0.5b": _hf(QWEN2, 896, 4864, 14, 2, 24, 151936, True, 1e6, attention_bias=True),
+    "qwen2.5-1.5b": _hf(QWEN2, 1536, 8960, 12, 2, 28, 151936, True, 1e6, attention_bias=True),
+    "llama-3.2-1b": _hf(
+        LLAMA,
+        2048,
+        8192,
+        32,
+        8,
+        16,
+        128256,
+        True,
+        5e5,
+        head_dim=64,
+        rms_norm_eps=1e-5,
+        rope_scaling={
+            "rope_type": "llama3",
+            "factor": 32.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    ),  # fmt: skip
+    "qwen2.5-7b": _hf(QWEN2, 3584, 18944, 28, 4, 28, 152064, False, 1e6, attention_bias=True),
+    "qwen3-8b": _hf(QWEN3, 4096, 12288, 32, 8, 36, 151936, False, 1e6, head_dim=128),
+}
+PARAMS = {
+    "qwen2.5-0.5b": 494_032_768,
+    "qwen2.5-1.5b": 1_543_714_304,
+    "llama-3.2-1b": 1_235_814_400,
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen3-8b": 8_190_735_360,
 }
 
 
-def model_config(shape: ModelShape, max_len: int) -> TransformerConfig:
-    """The present decoder at `shape`'s width, depth and vocabulary (see the module docstring)."""
-    return TransformerConfig(
-        vocab_size=shape.vocab_size,
-        d_model=shape.d_model,
-        n_layers=shape.n_layers,
-        n_heads=shape.n_heads,
-        d_ff=shape.d_ff * 3 // 2,
-        max_len=max_len,
-    )
+def model_config(
+    hf: dict, max_len: int, *, n_layers: int = 0, dtype: str = "float32", remat: bool = False
+) -> TransformerConfig:
+    """The decoder of a checkpoint's `config.json` fields `hf` (`SHAPES[name]`), at `max_len`
+    tokens; `n_layers` > 0 overrides the depth (a shallower probe of the same widths)."""
+    cfg = from_hf(hf, max_len=max_len, dtype=dtype)
+    return dataclasses.replace(cfg, n_layers=n_layers or cfg.n_layers, remat=remat)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,13 +156,17 @@ def learner_config(plan: PlanConfig) -> grpo.Config:
     )
 
 
-def abstract_inputs(plan: PlanConfig, num_problems: int = 64):
-    """`(state, data)` of one learner as `jax.ShapeDtypeStruct` trees: nothing is allocated."""
-    config = learner_config(plan)
+def _hparams(plan: PlanConfig) -> grpo.Hparams:
     values = presets.hparam_values(
         presets.resolve(plan.preset, num_epochs=1, num_minibatches=plan.micro_batches)
     )
-    hparams = grpo.make_hparams(values)
+    return grpo.make_hparams(values)
+
+
+def abstract_inputs(plan: PlanConfig, num_problems: int = 64):
+    """`(state, data)` of one learner as `jax.ShapeDtypeStruct` trees: nothing is allocated."""
+    config = learner_config(plan)
+    hparams = _hparams(plan)
     params = jax.eval_shape(lambda: init_params(plan.model, jax.random.PRNGKey(0)))
     n, p, a = num_problems, plan.prompt_length, plan.completion_length
     i32 = lambda *s: jax.ShapeDtypeStruct(s, jnp.int32)  # noqa: E731
@@ -162,6 +189,22 @@ def compile_step(mesh: jax.sharding.Mesh, plan: PlanConfig):
     return update.lower(state, data).compile()
 
 
+def compile_population(mesh: jax.sharding.Mesh, plan: PlanConfig, learners: int):
+    """`learners` whole RLVR steps as one `vmap`ped program (`rljax.parallel.lm.jit_population`):
+    the learners on the mesh's ``seeds`` axis, each one's state split by `plan.rules`, the base
+    shared."""
+    config, _, data = abstract_inputs(plan)
+    stack = lambda x: jax.ShapeDtypeStruct((learners, *x.shape), x.dtype)  # noqa: E731
+    hparams = jax.tree.map(stack, _hparams(plan))
+    keys = jax.ShapeDtypeStruct((learners, 2), jnp.uint32)
+    _, update, _, _ = parallel_lm.jit_population(
+        mesh, config, data, keys, hparams, rules=plan.rules
+    )
+    init = jax.vmap(lambda k, h, d: grpo.init(config, d, k, h), in_axes=(0, 0, None))
+    states = jax.eval_shape(init, keys, hparams, data)
+    return update.lower(states, data).compile()
+
+
 def compile_sampler(mesh: jax.sharding.Mesh, plan: PlanConfig):
     """The KV-cache sampler for all B x G rows of a step, compiled on `mesh`."""
     params = jax.eval_shape(lambda: init_params(plan.model, jax.random.PRNGKey(0)))
@@ -179,6 +222,6 @@ def compile_sampler(mesh: jax.sharding.Mesh, plan: PlanConfig):
 
 
 def num_params(model: TransformerConfig) -> int:
-    """Parameters of the present decoder at `model`'s shape (counted from shapes only)."""
+    """Parameters of the decoder `model` (counted from shapes only)."""
     params = jax.eval_shape(lambda: init_params(model, jax.random.PRNGKey(0)))
     return int(sum(np.prod(x.shape) for x in jax.tree.leaves(params)))

@@ -1,5 +1,6 @@
-"""The memory plan compiles the RLVR step and the sampler from shapes alone on 8 fake devices,
-and reports exactly the compiled programs' memory analysis."""
+"""The memory plan compiles the RLVR step, the sampler and a population from shapes alone on 8
+fake devices, and reports exactly the compiled programs' memory analysis; its models are the
+checkpoints' own (parameter counts equal)."""
 
 import jax
 import pytest
@@ -8,7 +9,18 @@ from rljax.parallel import memory_plan as mp
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import steps
 
-SMALL = mp.ModelShape(d_model=64, n_layers=1, n_heads=4, d_ff=64, vocab_size=256, params=0)
+# A Qwen2-layout config.json at a tiny size: grouped-query attention (4 heads, 2 kv heads).
+SMALL = mp._hf(mp.QWEN2, 64, 64, 4, 2, 1, 256, True, 1e6, attention_bias=True)
+
+
+def test_plan_models_are_the_checkpoints_own():
+    """Every plan model, built from config.json fields, has its checkpoint's parameter count."""
+    for name, hf in mp.SHAPES.items():
+        model = mp.model_config(hf, 1280)
+        assert mp.num_params(model) == mp.PARAMS[name], name
+        assert model.kv_heads < model.n_heads, name  # grouped-query attention
+    assert mp.model_config(mp.SHAPES["qwen3-8b"], 64, n_layers=2).n_layers == 2
+    assert mp.model_config(SMALL, 24, dtype="bfloat16", remat=True).remat
 
 
 def plan(rules, micro_batches=1):
@@ -51,3 +63,17 @@ def test_reported_bytes_are_the_compiled_programs_memory_analysis():
     assert whole / 8 < mp.memory_of(step).argument < whole / 4
     # The state is donated: the new state is written over the old one.
     assert mp.memory_of(step).alias > 0
+
+
+@pytest.mark.slow  # ~40 s of CPU: a vmapped population of two RLVR steps
+@pytest.mark.timeout(900)
+def test_population_puts_learners_on_seeds_and_splits_each_by_the_rules():
+    """Two learners on (seeds=2, fsdp=4): each device holds half the learners' states, split 4
+    ways, and a quarter of the shared base: about one float32 copy of the parameters, twice the
+    single learner's share on 8-way FSDP (half a copy)."""
+    mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((2, 4), ("seeds", "fsdp")))
+    p = plan(steps.LM_FSDP)
+    population = mp.memory_of(mp.compile_population(mesh, p, learners=2))
+    one_copy = 4 * mp.num_params(p.model)
+    assert 0.8 * one_copy < population.argument < 1.5 * one_copy
+    assert population.alias > 0 and population.temp > 0
