@@ -5,7 +5,8 @@
         [--mesh_shape=8 --mesh_axes=fsdp] [--rules=fsdp|fsdp_tensor] \
         [--prompts=8 --group_size=8 --prompt_length=256 --completion_length=1024] \
         [--micro_batches=1] [--programs=step,sampler,population] [--learners=2]
-        [--dtype=float32|bfloat16] [--remat] [--device_gb=80] [--out=runs/memory_plan]
+        [--dtype=float32|bfloat16] [--remat] [--logits_chunk=0] [--no_split_rows] [--device_gb=80]
+        [--out=runs/memory_plan]
     PYTHONPATH=$PWD python scripts/memory_plan.py --config=configs/grpo_math.py:gsm8k,qwen3-8b
 
 Each row compiles the whole RLVR step (`rljax.agents.grpo.update`: sampling with the KV cache,
@@ -94,6 +95,14 @@ def parse(argv):
     p.add_argument("--learners", type=int, default=2, help="learners of the population program")
     p.add_argument("--dtype", default="float32", help="activations: float32 or bfloat16")
     p.add_argument("--remat", action="store_true", help="checkpoint every block (backward pass)")
+    p.add_argument(
+        "--logits_chunk", type=int, default=0,
+        help="completion log-probs apply the head this many tokens at a time (0: all at once)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no_split_rows", action="store_true",
+        help="step: leave the rows to XLA's propagation (each device then holds the whole batch)",
+    )  # fmt: skip
     p.add_argument("--n_layers", type=int, default=0, help="override the depth (0: the model's)")
     p.add_argument("--device_gb", type=float, default=80.0)
     p.add_argument("--cpu_devices", type=int, default=8)
@@ -114,6 +123,8 @@ def parse(argv):
         raise ValueError(f"--dtype={args.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
     names = ("prompts", "group_size", "prompt_length", "completion_length", "micro_batches",
              "learners")  # fmt: skip
+    if args.logits_chunk < 0:
+        raise ValueError(f"--logits_chunk={args.logits_chunk} is invalid; allowed: >= 0")
     for name in names:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name}={getattr(args, name)} is invalid; allowed: >= 1")
@@ -135,6 +146,8 @@ def row(name: str, program: str, plan: mp.PlanConfig, mesh_cfg, args, memory, se
         "params_checkpoint": mp.PARAMS[name],
         "dtype": plan.model.dtype,
         "remat": plan.model.remat,
+        "logits_chunk": plan.model.logits_chunk,
+        "split_rows": plan.split_rows and program == "step",
         "learners": args.learners if program == "population" else 1,
         "mesh": "x".join(f"{a}={s}" for a, s in zip(mesh_cfg.axes, mesh_cfg.shape, strict=True)),
         "rules": args.rules,
@@ -155,8 +168,9 @@ def row(name: str, program: str, plan: mp.PlanConfig, mesh_cfg, args, memory, se
 def markdown(rows, device_gb: float) -> str:
     lines = [
         f"| model | program | params (plan / checkpoint) | mesh | rules | batch | P+A | micro "
-        f"| activations | argument GB | output GB | temp GB | peak GB | fits {device_gb:g} GB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| activations | rows split | argument GB | output GB | temp GB | peak GB "
+        f"| fits {device_gb:g} GB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         program = r["program"] + (f" ({r['learners']} learners)" if r["learners"] > 1 else "")
@@ -164,7 +178,9 @@ def markdown(rows, device_gb: float) -> str:
             f"| {r['model']} | {program} | {r['params_plan'] / 1e9:.2f}B / "
             f"{r['params_checkpoint'] / 1e9:.2f}B | {r['mesh']} | {r['rules']} | {r['batch']} | "
             f"{r['prompt_length']}+{r['completion_length']} | {r['micro_batches']} | "
-            f"{r['dtype']}{', remat' if r['remat'] else ''} | "
+            f"{r['dtype']}{', remat' if r['remat'] else ''}"
+            f"{f', logits chunk {c}' if (c := r['logits_chunk']) else ''} | "
+            f"{'yes' if r['split_rows'] else 'no'} | "
             f"{r['argument_bytes'] / GB:.2f} | {r['output_bytes'] / GB:.2f} | "
             f"{r['temp_bytes'] / GB:.2f} | {r['peak_bytes'] / GB:.2f} | "
             f"{'yes' if r['fits'] else 'no'} |"
@@ -185,8 +201,9 @@ def main(argv) -> int:
         length = args.prompt_length + args.completion_length
         # --n_layers: a shallower probe of the same widths (depth scales the layers' share)
         model = mp.model_config(
-            mp.SHAPES[name], length, n_layers=args.n_layers, dtype=args.dtype, remat=args.remat
-        )
+            mp.SHAPES[name], length, n_layers=args.n_layers, dtype=args.dtype, remat=args.remat,
+            logits_chunk=args.logits_chunk,
+        )  # fmt: skip
         name_shown = f"{name} ({args.n_layers} layers)" if args.n_layers else name
         plan = mp.PlanConfig(
             model,
@@ -196,6 +213,7 @@ def main(argv) -> int:
             completion_length=args.completion_length,
             micro_batches=args.micro_batches,
             rules=RULES[args.rules],
+            split_rows=not args.no_split_rows,
         )
         for program in args.programs.split(","):
             start = time.perf_counter()

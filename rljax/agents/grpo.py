@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -68,6 +68,10 @@ class Config:
     # None: full-parameter learners; else params are adapters over TaskData's shared base
     lora: lora.LoraConfig | None = None
     log_problems: int = 0  # n: also report the training accuracy of problems 0..n-1 per step
+    # A sharding whose spec splits an array's leading axis (the B × G rows) over mesh axes:
+    # the step constrains its prompts, completions and micro-batches to it, so each device runs
+    # its share of the rows (`rljax.parallel.lm.jit_learner_update`). None: XLA's propagation.
+    row_sharding: Any = None
 
 
 class Hparams(NamedTuple):
@@ -287,7 +291,9 @@ def step(
     )
     sampling = config if sampler_model is None else dataclasses.replace(config, model=sampler_model)
     ro = _rollout(sampling, data, state, k_prompts, k_sample, sampler)
-    seqs = (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
+    seqs = groups.split_rows(
+        config, (ro.prompt_tokens, ro.prompt_mask, ro.tokens, ro.completion_mask)
+    )
     current = policy(config, data, state.params)
     old_logp, _, old_mean_log_probs = completion_token_stats(current, config.model, *seqs, G)
     ref_logp, _ = completion_log_probs(data.base_params, config.model, *seqs, G)
@@ -320,7 +326,8 @@ def step(
     def micro_step(carry, x):
         params, opt_state, acc = carry
         row, group, norm, is_active, is_apply = x
-        micro, micro_refs = jax.tree.map(lambda v: v[row], batch), None
+        micro = groups.split_rows(config, jax.tree.map(lambda v: v[row], batch))
+        micro_refs = None
         if refs is not None:
             ref_rows = (group[:, None] * R + jnp.arange(R)).reshape(-1)
             micro_refs = jax.tree.map(lambda v: v[ref_rows], refs)

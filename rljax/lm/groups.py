@@ -30,9 +30,20 @@ def act(config, params, prompt_tokens, prompt_mask, key):
     )
 
 
+def split_rows(config, tree):
+    """`tree` with every array's leading (row) axis constrained to `config.row_sharding`
+    (unchanged where that is None): each device computes with its share of the rows."""
+    if getattr(config, "row_sharding", None) is None:
+        return tree
+    return jax.tree.map(
+        lambda x: jax.lax.with_sharding_constraint(x, config.row_sharding) if x.ndim else x, tree
+    )
+
+
 def sample_and_score(config, params, table: device_reward.ProblemTable, rows, key):
     """One completion per row of `table[rows]`, its reward and correctness (on device)."""
-    out = act(config, params, table.prompt_tokens[rows], table.prompt_mask[rows], key)
+    prompt = split_rows(config, (table.prompt_tokens[rows], table.prompt_mask[rows]))
+    out = act(config, params, *prompt, key)
     reward, correct = device_reward.score(
         config.reward_kind,
         out.tokens,

@@ -8,7 +8,9 @@ A population of such learners (``jit_population``: leaves ``[A, ...]``) puts its
 ``seeds`` and splits each one's weights by the same rules (``population_shardings``).
 """
 
+import dataclasses
 import functools
+import math
 from typing import Any
 
 import jax
@@ -31,17 +33,27 @@ def jit_learner_update(
     data: grpo.TaskData,
     *,
     state_rules: sharding.Rules = steps.LM_FSDP,
+    split_rows: bool = True,
 ):
     """One learner's whole RLVR step ``grpo.update(config, data, state)`` jitted on ``mesh``.
 
     The learner's parameters and AdamW moments, and the base (reference) parameters in
     ``data``, are placed by ``state_rules`` (FSDP / tensor parallel); the problem tables and the
-    counters are replicated; the state is donated. Populations of small learners are sharded
-    over a ``seeds`` axis instead (``rljax.train.lm_experiment``).
+    counters are replicated; the state is donated. With ``split_rows`` the step's rows (prompts,
+    completions, each micro-batch) are constrained to the mesh's ``data`` and ``fsdp`` axes
+    (``row_sharding``), so each device runs the forward and backward passes of its share of the
+    rows, as FSDP intends; without it XLA's propagation decides, and in practice every device
+    holds the whole batch's activations. Populations of small learners are sharded over a
+    ``seeds`` axis instead (``rljax.train.lm_experiment``).
+
+    Raises:
+      ValueError: with ``split_rows``, if the rows of a micro-batch do not divide over the axes.
 
     Returns:
       ``(update, state_shardings, data_shardings)`` with ``update(state, data)``.
     """
+    if split_rows:
+        config = dataclasses.replace(config, row_sharding=row_sharding(mesh, config))
     state_shardings = sharding.tree_shardings(mesh, state, state_rules)
     replicated = sharding.replicated(mesh)
     data_shardings = task_data_shardings(mesh, data, state_rules)
@@ -52,6 +64,24 @@ def jit_learner_update(
         donate_argnums=(0,),
     )
     return jitted, state_shardings, data_shardings
+
+
+def row_sharding(mesh: jax.sharding.Mesh, config: grpo.Config) -> NamedSharding:
+    """The sharding that splits a step's rows over the mesh's ``ROW_AXES`` (``grpo.Config.
+    row_sharding``); every row count the step uses must divide over them."""
+    axes = tuple(a for a in ROW_AXES if a in mesh.shape)
+    size = math.prod(mesh.shape[a] for a in axes)
+    groups_per_micro = config.prompts_per_step // config.max_minibatches
+    for name, rows in (
+        ("prompts_per_step x group_size", config.prompts_per_step * config.group_size),
+        ("a micro-batch's rows", groups_per_micro * config.group_size),
+    ):
+        if rows % size:
+            raise ValueError(
+                f"{name} = {rows} rows cannot be split over the mesh's {axes} axes of size "
+                f"{size}; allowed: a multiple of {size} (or split_rows=False)"
+            )
+    return NamedSharding(mesh, PartitionSpec(axes or None))
 
 
 def task_data_shardings(mesh: jax.sharding.Mesh, data: grpo.TaskData, rules: sharding.Rules):

@@ -88,12 +88,21 @@ PARAMS = {
 
 
 def model_config(
-    hf: dict, max_len: int, *, n_layers: int = 0, dtype: str = "float32", remat: bool = False
+    hf: dict,
+    max_len: int,
+    *,
+    n_layers: int = 0,
+    dtype: str = "float32",
+    remat: bool = False,
+    logits_chunk: int = 0,
 ) -> TransformerConfig:
     """The decoder of a checkpoint's `config.json` fields `hf` (`SHAPES[name]`), at `max_len`
-    tokens; `n_layers` > 0 overrides the depth (a shallower probe of the same widths)."""
+    tokens; `n_layers` > 0 overrides the depth (a shallower probe of the same widths);
+    `remat` and `logits_chunk` as in `TransformerConfig`."""
     cfg = from_hf(hf, max_len=max_len, dtype=dtype)
-    return dataclasses.replace(cfg, n_layers=n_layers or cfg.n_layers, remat=remat)
+    return dataclasses.replace(
+        cfg, n_layers=n_layers or cfg.n_layers, remat=remat, logits_chunk=logits_chunk
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +116,7 @@ class PlanConfig:
     completion_length: int = 1024  # A
     micro_batches: int = 1  # gradient-accumulation steps per update: B / this prompts each
     preset: str = "grpo"  # the GRPO-family preset (its KL term keeps the base model resident)
+    split_rows: bool = True  # the step's rows over data / fsdp (`parallel.lm.jit_learner_update`)
     rules: sharding.Rules = (  # how state and base are split (rljax.parallel.steps)
         (r"(embedding|kernel)$", "largest:fsdp"),
         (r".*", ()),
@@ -185,7 +195,9 @@ def abstract_inputs(plan: PlanConfig, num_problems: int = 64):
 def compile_step(mesh: jax.sharding.Mesh, plan: PlanConfig):
     """The whole RLVR step (sample, score, log-probs, AdamW) compiled on `mesh`."""
     config, state, data = abstract_inputs(plan)
-    update, _, _ = parallel_lm.jit_learner_update(mesh, config, state, data, state_rules=plan.rules)
+    update, _, _ = parallel_lm.jit_learner_update(
+        mesh, config, state, data, state_rules=plan.rules, split_rows=plan.split_rows
+    )
     return update.lower(state, data).compile()
 
 
