@@ -101,7 +101,8 @@ def parse(argv):
     )  # fmt: skip
     p.add_argument(
         "--no_split_rows", action="store_true",
-        help="step: leave the rows to XLA's propagation (each device then holds the whole batch)",
+        help="step, population: leave the rows to XLA's propagation (each device then holds "
+        "the whole batch)",
     )  # fmt: skip
     p.add_argument("--n_layers", type=int, default=0, help="override the depth (0: the model's)")
     p.add_argument("--device_gb", type=float, default=80.0)
@@ -147,7 +148,7 @@ def row(name: str, program: str, plan: mp.PlanConfig, mesh_cfg, args, memory, se
         "dtype": plan.model.dtype,
         "remat": plan.model.remat,
         "logits_chunk": plan.model.logits_chunk,
-        "split_rows": plan.split_rows and program == "step",
+        "split_rows": plan.split_rows and program in ("step", "population"),
         "learners": args.learners if program == "population" else 1,
         "mesh": "x".join(f"{a}={s}" for a, s in zip(mesh_cfg.axes, mesh_cfg.shape, strict=True)),
         "rules": args.rules,

@@ -129,13 +129,16 @@ def jit_population(
     hparams: grpo.Hparams,
     *,
     rules: sharding.Rules = steps.LM_FSDP,
+    split_rows: bool = True,
 ):
     """A population's ``vmap(grpo.init)`` and ``vmap(grpo.update)`` jitted on ``mesh``.
 
     Learner ``a`` is row ``a`` of every state leaf; the rows are split over ``seeds`` and each
     learner's parameters and AdamW moments by ``rules``, as are the base parameters in ``data``
     (shared, not vmapped); the tables are replicated, the states donated, and the metrics
-    ``[A]`` come back replicated (readable on every process).
+    ``[A]`` come back replicated (readable on every process). With ``split_rows`` each
+    learner's step rows are constrained to ``data`` / ``fsdp`` as in ``jit_learner_update``
+    (the learner axis stays on ``seeds``: ``vmap``'s ``spmd_axis_name``).
 
     Args:
       keys, hparams: the learners' root keys ``[A, 2]`` and ``Hparams`` with leaves ``[A]``
@@ -145,6 +148,9 @@ def jit_population(
       ``(init, update, state_shardings, data_shardings)``: ``init(keys, hparams, data)`` creates
       the states in place and ``update(states, data)`` returns ``(states, metrics)``.
     """
+    if split_rows:
+        config = dataclasses.replace(config, row_sharding=row_sharding(mesh, config))
+    lead = "seeds" if "seeds" in mesh.shape else None
     replicated = sharding.replicated(mesh)
     data_shardings = task_data_shardings(mesh, data, rules)
     init_fn = jax.vmap(lambda k, h, d: grpo.init(config, d, k, h), in_axes=(0, 0, None))
@@ -156,7 +162,7 @@ def jit_population(
         out_shardings=state_shardings,
     )
     update = jax.jit(
-        jax.vmap(lambda s, d: grpo.update(config, d, s), in_axes=(0, None)),
+        jax.vmap(lambda s, d: grpo.update(config, d, s), in_axes=(0, None), spmd_axis_name=lead),
         in_shardings=(state_shardings, data_shardings),
         out_shardings=(state_shardings, replicated),
         donate_argnums=(0,),

@@ -116,7 +116,7 @@ class PlanConfig:
     completion_length: int = 1024  # A
     micro_batches: int = 1  # gradient-accumulation steps per update: B / this prompts each
     preset: str = "grpo"  # the GRPO-family preset (its KL term keeps the base model resident)
-    split_rows: bool = True  # the step's rows over data / fsdp (`parallel.lm.jit_learner_update`)
+    split_rows: bool = True  # the step's rows over data / fsdp (`parallel.lm`'s jit functions)
     rules: sharding.Rules = (  # how state and base are split (rljax.parallel.steps)
         (r"(embedding|kernel)$", "largest:fsdp"),
         (r".*", ()),
@@ -210,7 +210,7 @@ def compile_population(mesh: jax.sharding.Mesh, plan: PlanConfig, learners: int)
     hparams = jax.tree.map(stack, _hparams(plan))
     keys = jax.ShapeDtypeStruct((learners, 2), jnp.uint32)
     _, update, _, _ = parallel_lm.jit_population(
-        mesh, config, data, keys, hparams, rules=plan.rules
+        mesh, config, data, keys, hparams, rules=plan.rules, split_rows=plan.split_rows
     )
     init = jax.vmap(lambda k, h, d: grpo.init(config, d, k, h), in_axes=(0, 0, None))
     states = jax.eval_shape(init, keys, hparams, data)
