@@ -63,6 +63,11 @@ def get_config(arg: str = "gsm8k,tiny"):
     c.tokenizer = ""  # "bytes" or a tokenizer.json folder; "": bytes (tiny), the model folder
     c.chat_template = "plain" if tiny else "model"  # "model": the tokenizer's chat template
     c.d_model, c.n_layers, c.n_heads, c.d_ff = 64, 1, 4, 128  # tiny only
+    # Memory (docs/scaling.md's plan): activations' dtype, every block checkpointed in the
+    # backward pass, completion log-probs 128 tokens at a time (no [rows, A, vocab] logits).
+    c.dtype = "float32"  # float32 | bfloat16 (parameters and moments stay float32)
+    c.remat = not tiny
+    c.logits_chunk = 0 if tiny else 128
     c.prompt_length = prompt_length  # P tokens, template included
     c.completion_length = completion_length  # A sampled tokens
     c.prompts_per_step = 4 if tiny else 8  # B

@@ -44,7 +44,7 @@ from rljax.lm.hf import checkpoint
 from rljax.lm.hf import config as hf_config
 from rljax.lm.hf.tokenizer import HFTokenizer
 from rljax.lm.math_checker import Checker
-from rljax.lm.model import TransformerConfig, init_params
+from rljax.lm.model import DTYPES, TransformerConfig, init_params
 from rljax.parallel import distributed, sharding, steps
 from rljax.parallel import lm as parallel_lm
 
@@ -64,6 +64,9 @@ class MathRunConfig:
     n_layers: int = 1
     n_heads: int = 4
     d_ff: int = 128
+    dtype: str = "float32"  # activations: float32 | bfloat16 (parameters stay float32 masters)
+    remat: bool = False  # checkpoint every block in the backward pass
+    logits_chunk: int = 0  # completion log-probs apply the head this many tokens at a time
     prompt_length: int = 96  # P tokens (the rendered question, with BOS for the plain template)
     completion_length: int = 8  # A sampled tokens
     prompts_per_step: int = 4  # B
@@ -161,6 +164,9 @@ def validate(run: MathRunConfig) -> None:
     _positive("group_size", run.group_size, 2)
     _positive("sft_steps", run.sft_steps, 0)
     _positive("eval_problems", run.eval_problems, 0)
+    _positive("logits_chunk", run.logits_chunk, 0)
+    if run.dtype not in DTYPES:
+        raise ValueError(f"dtype={run.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
     math_data.fields_for(run.layout, **dict(run.fields))
     math_answers.check_modes(run.answer_modes)
     for preset in run.presets:
@@ -280,7 +286,10 @@ def model_config(run: MathRunConfig, tok) -> TransformerConfig:
         )  # fmt: skip
     else:
         model = hf_config.read(run.model, max_len=max_len)
-    model = dataclasses.replace(model, eos_ids=tuple(tok.eos_ids), pad_id=tok.pad_id)
+    model = dataclasses.replace(
+        model, eos_ids=tuple(tok.eos_ids), pad_id=tok.pad_id, dtype=run.dtype, remat=run.remat,
+        logits_chunk=run.logits_chunk,
+    )  # fmt: skip
     math_task.check_tokenizer(tok, model)
     return model
 
@@ -296,7 +305,8 @@ def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, templa
         base, loaded = checkpoint.load(
             run.model, mesh=mesh, rules=rules, max_len=model.max_len, dtype=model.dtype
         )
-        if dataclasses.replace(loaded, eos_ids=model.eos_ids, pad_id=model.pad_id) != model:
+        same = dict(eos_ids=model.eos_ids, pad_id=model.pad_id, remat=model.remat)
+        if dataclasses.replace(loaded, logits_chunk=model.logits_chunk, **same) != model:
             raise ValueError(f"model={run.model!r} does not describe {model}")
     if run.sft_steps:
         return fine_tune(run, model, train, tok, template, key, mesh, base)

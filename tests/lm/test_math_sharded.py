@@ -27,6 +27,8 @@ def test_validate_refuses_bad_mesh_fields_before_loading():
         (dict(mesh_shape=(2, 2)), r"mesh_shape / mesh_axes: mesh.shape=\(2, 2\) and mesh.axes"),
         (dict(mesh_shape=(-1, -1), mesh_axes=("seeds", "fsdp")), "at most one -1"),
         (dict(rules="zero3"), "rules='zero3' is unknown; allowed: fsdp, fsdp_tensor"),
+        (dict(dtype="fp16"), "dtype='fp16' is unknown; valid: float32, bfloat16"),
+        (dict(logits_chunk=-1), "logits_chunk=-1 is invalid; allowed: an integer >= 0"),
         (
             dict(mesh_shape=(4,), presets=("grpo", "dr_grpo"), num_seeds=3),
             r"puts 4 devices on 'seeds', which does not divide the population of 6 learners",
