@@ -1,6 +1,6 @@
 """Math RLVR on a mesh: the mesh / rules / distributed fields refused before anything compiles,
-the population's shardings, and a run split over 8 fake CPU devices (learners over `seeds`, each
-learner's weights over `fsdp`) equal to the one-device run."""
+the population's shardings, and runs split over 8 fake CPU devices (learners over `seeds`, each
+learner's weights over `fsdp`, or over `fsdp` and `tensor`) equal to the one-device run."""
 
 import dataclasses
 import json
@@ -119,11 +119,21 @@ def test_sharded_run_equals_the_one_device_run(tmp_path):
         num_seeds=2, sft_steps=30, format_weight=0.5, eval_problems=4, eval_samples=2,
         checker_workers=1,
     )  # fmt: skip
-    sharded = dataclasses.replace(
-        one, workdir=str(tmp_path / "sharded"), mesh_shape=(2, 4), mesh_axes=("seeds", "fsdp")
-    )
-    want, got = math_rlvr.run(one), math_rlvr.run(sharded)
-    assert (want["mesh"], got["mesh"]) == ({"seeds": 1}, {"seeds": 2, "fsdp": 4})
+    want = math_rlvr.run(one)
+    assert want["mesh"] == {"seeds": 1}
+    for shape, axes, rules in (
+        ((2, 4), ("seeds", "fsdp"), "fsdp"),
+        ((2, 2, 2), ("seeds", "fsdp", "tensor"), "fsdp_tensor"),  # tensor parallel end to end
+    ):
+        sharded = dataclasses.replace(
+            one, workdir=str(tmp_path / rules), mesh_shape=shape, mesh_axes=axes, rules=rules
+        )
+        got = math_rlvr.run(sharded)
+        assert got["mesh"] == dict(zip(axes, shape, strict=True))
+        _same_run(one, want, sharded, got)
+
+
+def _same_run(one, want, sharded, got):
     want_rows, got_rows = _rows(one.workdir), _rows(sharded.workdir)
     assert len(want_rows) == len(got_rows) == 2 * 2
     # The fine-tuned base finishes some answers: the rewards are not all zero, and the learners'
