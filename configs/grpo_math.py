@@ -68,6 +68,7 @@ def get_config(arg: str = "gsm8k,tiny"):
     c.dtype = "float32"  # float32 | bfloat16 (parameters and moments stay float32)
     c.remat = not tiny
     c.logits_chunk = 0 if tiny else 128
+    c.micro_batches = 1  # gradient accumulation per minibatch (8 lets 7-8B steps fit 8 x 80 GB)
     c.prompt_length = prompt_length  # P tokens, template included
     c.completion_length = completion_length  # A sampled tokens
     c.prompts_per_step = 4 if tiny else 8  # B

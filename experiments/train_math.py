@@ -88,6 +88,7 @@ def from_config(c, workdir: str | None, dist: distributed.DistributedConfig):
         dtype=c.dtype,
         remat=c.remat,
         logits_chunk=c.logits_chunk,
+        micro_batches=c.micro_batches,
         prompt_length=c.prompt_length,
         completion_length=c.completion_length,
         prompts_per_step=c.prompts_per_step,

@@ -67,6 +67,7 @@ class MathRunConfig:
     dtype: str = "float32"  # activations: float32 | bfloat16 (parameters stay float32 masters)
     remat: bool = False  # checkpoint every block in the backward pass
     logits_chunk: int = 0  # completion log-probs apply the head this many tokens at a time
+    micro_batches: int = 1  # gradient accumulation: micro-batches per minibatch (same update)
     prompt_length: int = 96  # P tokens (the rendered question, with BOS for the plain template)
     completion_length: int = 8  # A sampled tokens
     prompts_per_step: int = 4  # B
@@ -165,6 +166,7 @@ def validate(run: MathRunConfig) -> None:
     _positive("sft_steps", run.sft_steps, 0)
     _positive("eval_problems", run.eval_problems, 0)
     _positive("logits_chunk", run.logits_chunk, 0)
+    _positive("micro_batches", run.micro_batches)
     if run.dtype not in DTYPES:
         raise ValueError(f"dtype={run.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
     math_data.fields_for(run.layout, **dict(run.fields))
@@ -198,7 +200,8 @@ def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> 
         group_size=run.group_size,
         oversample=2 if dynamic else 1,
         max_epochs=max(int(v["num_epochs"]) for v in values),
-        max_minibatches=math.lcm(*(int(v["num_minibatches"]) for v in values)),
+        # each minibatch of every preset accumulates `micro_batches` equal micro-batches
+        max_minibatches=math.lcm(*(int(v["num_minibatches"]) for v in values)) * run.micro_batches,
         reference_samples=2 if needs_refs else 0,
         temperature=run.temperature,
         format_weight=run.format_weight,

@@ -29,6 +29,7 @@ def test_validate_refuses_bad_mesh_fields_before_loading():
         (dict(rules="zero3"), "rules='zero3' is unknown; allowed: fsdp, fsdp_tensor"),
         (dict(dtype="fp16"), "dtype='fp16' is unknown; valid: float32, bfloat16"),
         (dict(logits_chunk=-1), "logits_chunk=-1 is invalid; allowed: an integer >= 0"),
+        (dict(micro_batches=0), "micro_batches=0 is invalid; allowed: an integer >= 1"),
         (
             dict(mesh_shape=(4,), presets=("grpo", "dr_grpo"), num_seeds=3),
             r"puts 4 devices on 'seeds', which does not divide the population of 6 learners",
@@ -147,3 +148,15 @@ def _same_run(one, want, sharded, got):
             np.testing.assert_allclose(g[key], w[key], rtol=1e-4, atol=1e-5, err_msg=key)
     assert got["learners"] == want["learners"]  # pass@k of every learner, texts included
     assert got["checker"]["checked"] == want["checker"]["checked"] > 0
+
+
+def test_micro_batches_accumulate_within_each_presets_minibatch():
+    """micro_batches multiplies the schedule's micro-batches: a preset with M minibatches then
+    accumulates micro_batches equal micro-batches per AdamW step (grpo's exact accumulation)."""
+    values = math_rlvr.learner_values(dataclasses.replace(BASE, presets=("grpo", "dr_grpo")))
+    m = [int(v["num_minibatches"]) for v in values]
+    for micro in (1, 4):
+        run = dataclasses.replace(BASE, micro_batches=micro, prompts_per_step=16)
+        cfg = math_rlvr.agent_config(run, values, None, None)
+        assert cfg.max_minibatches == np.lcm.reduce(m) * micro
+        assert all(cfg.max_minibatches // k == cfg.max_minibatches / k for k in m)
