@@ -56,7 +56,9 @@ def test_fresh_adapters_give_the_base_logits_and_merging_is_exact(family):
     batch = _batch(cfg)
     want = _logits(cfg, base, batch)
     fresh = _logits(cfg, lora.Adapted(base, adapters, lcfg.scale), batch)
-    np.testing.assert_array_equal(fresh, want)  # B = 0: exactly the base
+    # B = 0 adds exact zeros, but XLA may fuse the two programs differently: 1.0e-6 apart
+    # (qwen3, 2-core Intel Xeon, 2026-11-28), bit-equal on the AMD EPYC
+    np.testing.assert_allclose(fresh, want, rtol=1e-5, atol=1e-5)
     trained = _random_adapters(adapters)
     unmerged = _logits(cfg, lora.Adapted(base, trained, lcfg.scale), batch)
     merged = _logits(cfg, lora.merge(base, trained, lcfg), batch)
