@@ -6,9 +6,11 @@
 
 For each algorithm of ``ALGOS`` and each seed count, rejax and rljax train the same
 environment for the same env steps with rejax's own hyperparameters (its
-``configs/gymnax/<env>.yaml``), each as one jitted, vmapped program of init and the whole run,
-each in a fresh process, alternating rejax and rljax ``--repeats`` times; the table gives each
-side's best compile, run and total and the ratios rejax / rljax (> 1: rljax is faster).
+``configs/gymnax/<env>.yaml``), each as one jitted program of init and the whole run (vmapped
+over the seeds; one seed unbatched: rejax's ``jit(algo.train)(key)`` and rljax's population of
+one, ``rljax.parallel.population.map_learners``), each in a fresh process, alternating rejax
+and rljax ``--repeats`` times; the table gives each side's best compile, run and total and the
+ratios rejax / rljax (> 1: rljax is faster).
 
 rejax runs in its own interpreter (``--rejax_python``): its release pins jax loosely but needs
 the gymnax 0.0.x step API (five outputs). Set-up used for docs/learners_recurrent.md:
@@ -289,8 +291,11 @@ name, config, seeds = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 config.update(eval_freq=config["total_timesteps"], skip_initial_evaluation=True)
 algo = rejax.get_algo(name).create(**config)
 keys = jax.random.split(jax.random.PRNGKey(0), seeds)
+train = jax.vmap(algo.train)
+if seeds == 1:  # one seed: rejax's own single-run call, jit(algo.train)(key)
+    keys, train = keys[0], lambda key: jax.tree.map(lambda x: x[None], algo.train(key))
 t0 = time.perf_counter()
-compiled = jax.jit(jax.vmap(algo.train)).lower(keys).compile()
+compiled = jax.jit(train).lower(keys).compile()
 compile_s = time.perf_counter() - t0
 t0 = time.perf_counter()
 _, (lengths, returns) = jax.block_until_ready(compiled(keys))
@@ -319,6 +324,7 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     import train as train_entry
 
     from rljax import cli, envs
+    from rljax.parallel import population as learner_maps
     from rljax.train import experiment, population
 
     path, arg = ALGOS[algo]["rljax"][0].split(":")
@@ -340,15 +346,17 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     hparams = jax.tree.map(lambda h: np.repeat(h, seeds), grid)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
 
-    def train(key, hp):  # init and the whole run in one program, as rejax's train
-        state = module.init(agent_config, env, key, hp)
+    def train(inputs):  # init and the whole run in one program, as rejax's train
+        state = module.init(agent_config, env, *inputs)
         return module.train_chunk(agent_config, env, state, updates)[1]
 
+    # Mapped over the seeds as the trainer maps its learners (one seed: unbatched).
+    population = lambda k, h: learner_maps.map_learners(train, (k, h))  # noqa: E731
     mesh = jax.make_mesh((devices,), ("seeds",), axis_types=(jax.sharding.AxisType.Auto,))
     seeds_axis = NamedSharding(mesh, PartitionSpec("seeds"))
     keys, hparams = jax.device_put((keys, hparams), seeds_axis)
     t0 = time.perf_counter()
-    compiled = jax.jit(jax.vmap(train), in_shardings=seeds_axis, out_shardings=seeds_axis)
+    compiled = jax.jit(population, in_shardings=seeds_axis, out_shardings=seeds_axis)
     compiled = compiled.lower(keys, hparams).compile()
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -138,9 +138,19 @@ def map_learners(fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vm
     ``groups``): one learner's activations per device, its state updated in place in the
     (donated) population's buffers. Same keys, so the same numbers up to the rounding of a batch.
 
+    A population of one (``A = 1``) runs unbatched, its axis dropped and put back: XLA:CPU
+    reduces over a leading axis of size 1 several times slower than without it (a LayerNorm's
+    forward and backward pass on ``[128, 64]``: 132 µs vmapped over one learner, 20 µs alone;
+    PQN's CartPole run at one seed 1.4x faster; 2-core Intel Xeon, jax 0.10.2, 2026-11-28).
+    A learner trained alone gets the numbers of the same learner in a larger population up to
+    the rounding of a batch, as before.
+
     Returns:
       ``(states, extras)``, leaves ``[A, ...]``.
     """
+    if jax.tree.leaves(states)[0].shape[0] == 1 and mode == "vmap":
+        squeeze = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
+        return jax.tree.map(lambda x: x[None], fn(squeeze(states), *shared))
     batched = jax.vmap(fn, in_axes=(0, *(None,) * len(shared)))
     if mode == "vmap":
         return batched(states, *shared)

@@ -79,3 +79,19 @@ def test_lm_config_learner_map_is_checked_before_anything_is_built(tmp_path):
     with pytest.raises(ValueError, match="learner_map='sequentially' is unknown"):
         lm_experiment.validate(run)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_population_of_one_runs_unbatched_and_equals_its_member():
+    """One learner: the same numbers as that learner alone, its axis put back, and no vmap in
+    the program (XLA:CPU reduces over a leading axis of one several times slower)."""
+    w = jnp.linspace(-1.0, 1.0, WIDTH)
+    key, x = jax.tree.map(lambda v: v[0], _toy_states(1))
+    (want_key, want_x), want_m = jax.jit(_toy)((key, x), w)
+    fn = lambda s, w: learner_maps.map_learners(_toy, s, w)  # noqa: E731
+    (keys, xs), m = jax.jit(fn)(_toy_states(1), w)
+    assert xs.shape == (1, WIDTH) and m["norm"].shape == (1,)
+    np.testing.assert_array_equal(jax.random.key_data(keys[0]), jax.random.key_data(want_key))
+    np.testing.assert_allclose(xs[0], want_x, rtol=1e-6, atol=1e-6)
+    # The program's products are unbatched ([W] x [W, W]), not [1, W] x [1, W, W].
+    hlo = jax.jit(fn).lower(_toy_states(1), w).as_text()
+    assert "tensor<1x256x256xf32>" not in hlo and "tensor<256x256xf32>" in hlo
