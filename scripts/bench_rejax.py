@@ -7,9 +7,10 @@
 For each algorithm of ``ALGOS`` and each seed count, rejax and rljax train the same
 environment for the same env steps with rejax's own hyperparameters (its
 ``configs/gymnax/<env>.yaml``), each as one jitted program of init and the whole run (vmapped
-over the seeds; one seed unbatched: rejax's ``jit(algo.train)(key)`` and rljax's population of
-one, ``rljax.parallel.population.map_learners``), each in a fresh process, alternating rejax
-and rljax ``--repeats`` times; the table gives each side's best compile, run and total and the
+over the seeds; at one seed rejax runs both vmapped and as its plain ``jit(algo.train)(key)``,
+its best kept, and rljax as its trainer runs a population of one, unbatched:
+``rljax.parallel.population.map_learners``), each in a fresh process, alternating rejax and
+rljax ``--repeats`` times; the table gives each side's best compile, run and total and the
 ratios rejax / rljax (> 1: rljax is faster).
 
 rejax runs in its own interpreter (``--rejax_python``): its release pins jax loosely but needs
@@ -287,12 +288,12 @@ REJAX_DRIVER = r"""
 import json, sys, time
 import jax, numpy as np
 import rejax
-name, config, seeds = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+name, config, seeds, call = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 config.update(eval_freq=config["total_timesteps"], skip_initial_evaluation=True)
 algo = rejax.get_algo(name).create(**config)
 keys = jax.random.split(jax.random.PRNGKey(0), seeds)
 train = jax.vmap(algo.train)
-if seeds == 1:  # one seed: rejax's own single-run call, jit(algo.train)(key)
+if call == "plain":  # one seed: rejax's own single-run call, jit(algo.train)(key)
     keys, train = keys[0], lambda key: jax.tree.map(lambda x: x[None], algo.train(key))
 t0 = time.perf_counter()
 compiled = jax.jit(train).lower(keys).compile()
@@ -389,13 +390,16 @@ def ours(algo: str, seeds: int, steps: int) -> dict:
     return _run_json(cmd, env)
 
 
-def theirs(python: str, algo: str, seeds: int, steps: int) -> dict:
+def theirs(python: str, algo: str, seeds: int, steps: int, call: str = "vmap") -> dict:
+    """rejax's run in its interpreter; ``call``: ``vmap`` (over the seeds) or, for one seed,
+    ``plain`` (``jit(algo.train)(key)``)."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PJRT_NPROC", "PYTHONPATH")
     }
     name, config = ALGOS[algo]["rejax"]
     config = {**config, "total_timesteps": steps or config["total_timesteps"]}
-    return _run_json([python, "-c", REJAX_DRIVER, name, json.dumps(config), str(seeds)], env)
+    cmd = [python, "-c", REJAX_DRIVER, name, json.dumps(config), str(seeds), call]
+    return _run_json(cmd, env)
 
 
 def _final(r: dict) -> str:
@@ -433,10 +437,14 @@ def table(args) -> list[dict]:
               f"rejax's settings; differences: {ALGOS[algo]['differences']}",
               flush=True)  # fmt: skip
         best = {}
+        # One seed: rejax both ways (vmapped and its plain single-run call), its best kept.
+        sides = ("rejax", "rljax") if s > 1 else ("rejax", "rejax plain", "rljax")
         for _ in range(args.repeats):
-            for side in ("rejax", "rljax"):
+            for label in sides:
+                side = label.split()[0]
                 if side == "rejax":
-                    r = theirs(args.rejax_python, algo, s, steps_arg)
+                    call = label.split()[-1] if " " in label else "vmap"
+                    r = theirs(args.rejax_python, algo, s, steps_arg, call)
                 else:
                     r = ours(algo, s, steps_arg)
                 r["total_s"] = r["compile_s"] + r["run_s"]
@@ -444,7 +452,7 @@ def table(args) -> list[dict]:
                 best[side] = r if old is None else {
                     **r, **{k: min(r[k], old[k]) for k in ("compile_s", "run_s", "total_s")}
                 }  # fmt: skip
-                print(f"  {s:>3} seeds {side:>5}: compile {r['compile_s']:6.2f} s | run "
+                print(f"  {s:>3} seeds {label:>11}: compile {r['compile_s']:6.2f} s | run "
                       f"{r['run_s']:7.2f} s | final {_final(r)} | load "
                       f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
         o, t = best["rljax"], best["rejax"]
