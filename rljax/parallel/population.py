@@ -140,8 +140,10 @@ def map_learners(fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vm
 
     A population of one (``A = 1``) runs unbatched, its axis dropped and put back: XLA:CPU
     reduces over a leading axis of size 1 several times slower than without it (a LayerNorm's
-    forward and backward pass on ``[128, 64]``: 132 µs vmapped over one learner, 20 µs alone;
-    PQN's CartPole run at one seed 1.4x faster; 2-core Intel Xeon, jax 0.10.2, 2026-11-28).
+    forward and backward pass on ``[128, 64]``: 132 µs vmapped over one learner, 20 µs alone,
+    46 µs for two; PQN's 1-seed CartPole run of ``scripts/bench_rejax.py``: 2.10 s vmapped, 0.94
+    s alone, best of three each in two invocations an hour apart; 2-core Intel Xeon, jax 0.10.2,
+    2026-11-28).
     A learner trained alone gets the numbers of the same learner in a larger population up to
     the rounding of a batch, as before.
 
