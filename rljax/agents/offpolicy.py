@@ -236,14 +236,18 @@ def update(config: Any, env: gymnax_env.Env, state, policy, learn, steps_per_upd
 
     # The branches return the state without its replay and environments (read, never written
     # here), so the conditional carries only the networks and optimizer states.
+    traced = []  # the learning branch's metric shapes, recorded as ``lax.cond`` traces it
+
     def _learned(s):
         new, grad_metrics = learn(s, grad_key, learning)
+        traced.append(jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), grad_metrics))
         return new._replace(buffer=None, env=None), grad_metrics
 
-    out_shape = jax.eval_shape(_learned, state)
-
     def skip(s):
-        zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), out_shape[1])
+        # ``lax.cond`` traces the true branch first, so the gradient phase is traced once; were
+        # it not, ``eval_shape`` would trace it again for the shapes.
+        shapes = traced[-1] if traced else jax.eval_shape(_learned, s)[1]
+        zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
         return s._replace(buffer=None, env=None), zeros
 
     new, grad_metrics = jax.lax.cond(population_any(learning), _learned, skip, state)
