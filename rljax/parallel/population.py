@@ -127,7 +127,9 @@ def check_learner_map(value: str) -> None:
         raise ValueError(f"learner_map={value!r} is unknown; allowed: {', '.join(LEARNER_MAPS)}")
 
 
-def map_learners(fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vmap"):
+def map_learners(
+    fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vmap", unbatch_one: bool = True
+):
     """``fn`` applied to every learner of ``states`` (leaves ``[A, ...]``); ``shared`` unbatched.
 
     ``fn(state, *shared) -> (state, extras)`` is one learner's. ``"vmap"`` runs all ``A`` at
@@ -138,19 +140,22 @@ def map_learners(fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vm
     ``groups``): one learner's activations per device, its state updated in place in the
     (donated) population's buffers. Same keys, so the same numbers up to the rounding of a batch.
 
-    A population of one (``A = 1``) runs unbatched, its axis dropped and put back: XLA:CPU
+    With ``unbatch_one``, a population of one (``A = 1``) runs unbatched, its axis dropped and
+    put back: XLA:CPU
     reduces over a leading axis of size 1 several times slower than without it (a LayerNorm's
     forward and backward pass on ``[128, 64]``: 132 µs vmapped over one learner, 20 µs alone,
     46 µs for two; PQN's 1-seed CartPole run of ``scripts/bench_rejax.py``: 2.10 s vmapped, 0.94
     s alone, best of three each in two invocations an hour apart; 2-core Intel Xeon, jax 0.10.2,
     2026-11-28).
     A learner trained alone gets the numbers of the same learner in a larger population up to
-    the rounding of a batch, as before.
+    the rounding of a batch, as before; but a population sharded one learner per device still
+    runs each vmapped over one, so only without ``unbatch_one`` does it round as the learner
+    alone does (the LM populations keep that: ``rljax.train.population.Spec.unbatch_one``).
 
     Returns:
       ``(states, extras)``, leaves ``[A, ...]``.
     """
-    if jax.tree.leaves(states)[0].shape[0] == 1 and mode == "vmap":
+    if unbatch_one and jax.tree.leaves(states)[0].shape[0] == 1 and mode == "vmap":
         squeeze = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
         return jax.tree.map(lambda x: x[None], fn(squeeze(states), *shared))
     batched = jax.vmap(fn, in_axes=(0, *(None,) * len(shared)))

@@ -318,6 +318,9 @@ def spec(run_cfg: LMRunConfig, agent_cfg, data, hparams: list[dict], points) -> 
         mesh=mesh,
         keep_metrics=True,  # the reproductions read every learner's curves in memory
         learner_map=run_cfg.learner_map,
+        # A learner alone rounds as each of a population sharded one learner per device (the
+        # members-equal-their-solo-runs guarantee; tests/train/test_lm_lora.py).
+        unbatch_one=False,
     )
 
 

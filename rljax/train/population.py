@@ -53,6 +53,9 @@ class Spec:
     evaluate: str | Callable[[Any, jax.Array], Any] | None = None
     keep_metrics: bool = False  # True: every training metric comes back in Result.metrics
     learner_map: str = "vmap"  # vmap | sequential (rljax.parallel.population.map_learners)
+    # True: a population of one runs unbatched (faster on XLA:CPU); False: vmapped over one,
+    # rounded as each learner of a population sharded one per device (map_learners).
+    unbatch_one: bool = True
 
     def __post_init__(self):
         population.check_learner_map(self.learner_map)
@@ -130,7 +133,7 @@ def chunk_fn(spec: Spec, updates: int, shardings=None):
     groups = 1 if mesh is None else mesh.shape.get("seeds", 1)  # devices along the learners
     fn = functools.partial(  # one learner at a time per device or all at once (learner_map)
         population.map_learners, lambda state, *env: one(*env, state), groups=groups,
-        mode=spec.learner_map,
+        mode=spec.learner_map, unbatch_one=spec.unbatch_one,
     )  # fmt: skip
     if shardings is None:
         return jax.jit(fn, donate_argnums=0)
