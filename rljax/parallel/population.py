@@ -145,10 +145,10 @@ def map_learners(
     (a LayerNorm's forward and backward pass on ``[128, 64]``: 132 µs vmapped over one learner,
     20 µs alone, 46 µs for two; PQN's 1-seed CartPole run of ``scripts/bench_rejax.py``: 2.10 s
     vmapped, 0.94 s alone, best of three each in two invocations an hour apart; 2-core Intel
-    Xeon, jax 0.10.2, 2026-11-28). A learner trained alone gets the numbers of the same learner in a larger population up to
-    the rounding of a batch, as before; but a population sharded one learner per device still
-    runs each vmapped over one, so only without ``unbatch_one`` does it round as the learner
-    alone does (the LM populations keep that: ``rljax.train.population.Spec.unbatch_one``).
+    Xeon, jax 0.10.2, 2026-11-28). A learner trained alone gets the numbers of the same learner
+    in a larger population up to the rounding of a batch, as before; but a population sharded
+    one learner per device still runs each vmapped over one, so only without ``unbatch_one``
+    does it round as the learner alone does (the LM populations keep that: ``rljax.train.population.Spec.unbatch_one``).
 
     Returns:
       ``(states, extras)``, leaves ``[A, ...]``.
