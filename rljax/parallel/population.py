@@ -148,7 +148,8 @@ def map_learners(
     Xeon, jax 0.10.2, 2026-11-28). A learner trained alone gets the numbers of the same learner
     in a larger population up to the rounding of a batch, as before; but a population sharded
     one learner per device still runs each vmapped over one, so only without ``unbatch_one``
-    does it round as the learner alone does (the LM populations keep that: ``rljax.train.population.Spec.unbatch_one``).
+    does it round as the learner alone does (the LM populations keep that:
+    ``rljax.train.population.Spec.unbatch_one``).
 
     Returns:
       ``(states, extras)``, leaves ``[A, ...]``.
