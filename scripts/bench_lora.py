@@ -159,7 +159,9 @@ def map_speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict
     one = lambda state, d: grpo.train_chunk(cfg, d, state, steps)  # noqa: E731
     out = {"learners": k, "rank": rank, "steps": steps}
     for mode in population.LEARNER_MAPS:
-        fn = jax.jit(functools.partial(population.map_learners, one, mode=mode))
+        # As the LM trainer maps its learners: a population of one stays vmapped over one
+        # (rljax.train.lm_experiment.spec sets unbatch_one=False).
+        fn = jax.jit(functools.partial(population.map_learners, one, mode=mode, unbatch_one=False))
         states = _population(cfg, data, hp, k)
         t0 = time.perf_counter()
         jax.block_until_ready(fn(states, data))
@@ -232,7 +234,9 @@ def _mapped(step, learner_map, devices, base, adapters, opt_state, tokens):
     """`step` over the population (`rljax.parallel.population.map_learners`, devices blocks)."""
     one = lambda learner, base: ((*step(base, *learner), learner[2]), ())  # noqa: E731
     learners = (adapters, opt_state, tokens)
-    out, _ = population.map_learners(one, learners, base, groups=devices, mode=learner_map)
+    out, _ = population.map_learners(
+        one, learners, base, groups=devices, mode=learner_map, unbatch_one=False
+    )  # as the LM trainer maps its learners (a population of one stays vmapped)
     return out[:2]
 
 
