@@ -95,7 +95,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.dqn.huber_delta = 1.0  # Huber threshold (also QR's kappa)
     c.dqn.eps_schedule = "linear"  # linear | exponential
     c.dqn.hidden = (120, 84)  # MLP widths
-    c.dqn.activation = "relu"  # tanh | relu | gelu
+    c.dqn.activation = "relu"  # tanh | relu | gelu | swish
     c.dqn.max_grad_norm = 0.0  # 0 = no clipping
     c.dqn.anneal_lr = False  # linear learning-rate decay
 

@@ -70,7 +70,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.dqn.huber_delta = 10.0  # IQN's kappa
     c.dqn.eps_schedule = "linear"  # linear | exponential
     c.dqn.hidden = (64, 64)  # MLP torso widths (and the width after the τ merge)
-    c.dqn.activation = "relu"  # tanh | relu | gelu
+    c.dqn.activation = "relu"  # tanh | relu | gelu | swish
     c.dqn.max_grad_norm = 10.0  # 0 = no clipping
     c.dqn.anneal_lr = False  # linear learning-rate decay
 

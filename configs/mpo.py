@@ -74,7 +74,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.mpo.num_samples = 16  # actions sampled per state (continuous E-step and critic target)
     c.mpo.num_critics = 2  # critics; targets take the minimum
     c.mpo.hidden = (64, 64)  # MLP widths of actor and critics
-    c.mpo.activation = "relu"  # tanh | relu | gelu
+    c.mpo.activation = "relu"  # tanh | relu | gelu | swish
 
     c.hparams = ml_collections.ConfigDict()  # array leaves: can be swept in one program
     c.hparams.lr_actor = 3e-4  # Adam step size of the policy

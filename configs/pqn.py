@@ -49,7 +49,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.pqn.num_epochs = 4  # passes over each rollout
     c.pqn.num_minibatches = 16  # must divide num_envs * rollout_steps
     c.pqn.hidden = (128, 128)  # MLP widths
-    c.pqn.activation = "relu"  # tanh | relu | gelu
+    c.pqn.activation = "relu"  # tanh | relu | gelu | swish
     c.pqn.norm = "layer_norm"  # layer_norm | none
     c.pqn.anneal_lr = True  # linear learning-rate decay to 0
 

@@ -61,7 +61,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.sac.learning_starts = 1_000  # env steps of uniformly random actions
     c.sac.num_critics = 2  # twin critics (the target takes the minimum)
     c.sac.hidden = (64, 64)  # MLP widths of actor and critics
-    c.sac.activation = "relu"  # tanh | relu | gelu
+    c.sac.activation = "relu"  # tanh | relu | gelu | swish
 
     c.hparams = ml_collections.ConfigDict()  # array leaves: can be swept in one program
     c.hparams.lr_actor = 3e-4  # Adam step size of the actor

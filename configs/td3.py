@@ -59,7 +59,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.td3.num_critics = 2  # 2 = clipped double Q; 1 = DDPG
     c.td3.policy_delay = 2  # critic steps per actor/target step; 1 = DDPG
     c.td3.hidden = (64, 64)  # MLP widths of actor and critics
-    c.td3.activation = "relu"  # tanh | relu | gelu
+    c.td3.activation = "relu"  # tanh | relu | gelu | swish
 
     c.hparams = ml_collections.ConfigDict()  # array leaves: can be swept in one program
     c.hparams.lr_actor = 1e-3  # Adam step size of the actor

@@ -127,7 +127,7 @@ ALGOS = {
                 "dqn.tau": 0.02,
                 "dqn.double": True,
                 "dqn.hidden": (64, 64),
-                "dqn.activation": "gelu",
+                "dqn.activation": "swish",
                 "dqn.max_grad_norm": 10.0,
                 "dqn.head": "mse",
                 "hparams.lr": 0.001,
@@ -137,8 +137,8 @@ ALGOS = {
                 "hparams.eps_decay_steps": 50_000,
             },
         ),
-        "differences": "rejax: dueling head, swish, per-element gradient clip; rljax: plain "
-        "MLP head, gelu (rljax has no swish), global-norm clip",
+        "differences": "rejax: dueling head, per-element gradient clip; rljax: plain MLP head, "
+        "global-norm clip",
     },
     "pqn": {
         "rejax": (
@@ -217,7 +217,7 @@ ALGOS = {
                 "sac.batch_size": 256,
                 "sac.learning_starts": 256,
                 "sac.hidden": (64, 64),
-                "sac.activation": "gelu",
+                "sac.activation": "swish",
                 "hparams.lr_actor": 0.01,
                 "hparams.lr_critic": 0.01,
                 "hparams.lr_alpha": 0.01,
@@ -227,8 +227,8 @@ ALGOS = {
                 "hparams.target_entropy": -1.0,
             },
         ),
-        "differences": "rejax: swish, observations normalized by running statistics; rljax: "
-        "gelu (rljax has no swish), raw observations",
+        "differences": "rejax: observations normalized by running statistics; rljax: raw "
+        "observations",
     },
     "td3": {
         "rejax": (
@@ -267,7 +267,7 @@ ALGOS = {
                 "td3.learning_starts": 1000,
                 "td3.policy_delay": 2,
                 "td3.hidden": (64, 64),
-                "td3.activation": "gelu",
+                "td3.activation": "swish",
                 "hparams.lr_actor": 0.001,
                 "hparams.lr_critic": 0.001,
                 "hparams.gamma": 0.99,
@@ -277,9 +277,8 @@ ALGOS = {
                 "hparams.noise_clip": 0.5,
             },
         ),
-        "differences": "rejax: swish, observations normalized by running statistics, "
-        "per-element gradient clip at 100; rljax: gelu (rljax has no swish), raw observations, "
-        "no clip",
+        "differences": "rejax: observations normalized by running statistics, per-element "
+        "gradient clip at 100; rljax: raw observations, no clip",
     },
 }
 

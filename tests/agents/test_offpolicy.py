@@ -54,13 +54,22 @@ def _run(module, tmp_path, env_name="Pendulum-v1", config=None, **hparams):
         ("learning_starts", 4, r"learning_starts=4 is invalid; allowed: an integer >= .* = 8"),
         ("num_envs", 0, r"num_envs=0 is invalid; allowed: an integer >= 1"),
         ("hidden", (), r"hidden=\(\) is invalid; allowed: positive widths"),
-        ("activation", "swish", r"activation='swish' is unknown; valid: tanh, relu, gelu"),
+        ("activation", "mish", r"activation='mish' is unknown; valid: tanh, relu, gelu, swish"),
     ],
 )
 def test_validate_names_the_bad_field(module, field, value, match):
     name = module.__name__.rsplit(".", 1)[-1]
     with pytest.raises(ValueError, match=rf"^{name}\.{match}"):
         module.validate(dataclasses.replace(module.Config(**SMALL), **{field: value}))
+
+
+def test_swish_is_x_times_sigmoid_x():
+    """rejax's default activation, by hand: x / (1 + e^-x)."""
+    from rljax.nets import ACTIVATIONS
+
+    x = np.array([-2.0, 0.0, 1.0, 3.0], np.float32)
+    want = [-2.0 / (1.0 + np.e**2), 0.0, 1.0 / (1.0 + np.e**-1), 3.0 / (1.0 + np.e**-3)]
+    np.testing.assert_allclose(ACTIVATIONS["swish"](x), want, rtol=1e-6)
 
 
 @pytest.mark.parametrize("module", [sac, td3, mpo])

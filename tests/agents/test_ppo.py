@@ -81,8 +81,8 @@ def test_validation_names_field_value_and_allowed():
         ppo.validate(ppo.Config(num_envs=4, num_steps=16, num_minibatches=3))
     with pytest.raises(ValueError, match=r"ppo.num_envs=0 .*integer >= 1"):
         ppo.validate(ppo.Config(num_envs=0))
-    with pytest.raises(ValueError, match=r"ppo.activation='swish' .*tanh, relu, gelu"):
-        ppo.validate(ppo.Config(activation="swish"))
+    with pytest.raises(ValueError, match=r"ppo.activation='mish' .*tanh, relu, gelu, swish"):
+        ppo.validate(ppo.Config(activation="mish"))
 
 
 @pytest.mark.slow

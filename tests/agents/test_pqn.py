@@ -25,7 +25,7 @@ HP = pqn.Hparams(lr=1e-3, gamma=0.99, lambda_=0.9, eps_start=1.0, eps_end=0.05,
                                r"num_envs\*rollout_steps=32$"),
         ("num_envs", 0, r"^pqn.num_envs=0 is invalid; allowed: an integer >= 1$"),
         ("norm", "batch_norm", r"^pqn.norm='batch_norm' is unknown; valid: layer_norm, none$"),
-        ("activation", "swish", r"^pqn.activation='swish' is unknown; valid: tanh, relu, gelu$"),
+        ("activation", "mish", r"^pqn.activation='mish' is unknown; valid: tanh, relu, gelu, swish$"),
         ("hidden", (), r"^pqn.hidden=\(\) is invalid; allowed: positive widths$"),
     ],
 )  # fmt: skip
