@@ -85,7 +85,7 @@ CASES = {
     "minibatches do not divide": ([PPO, "--config.ppo.num_minibatches=3"], "does not divide"),
     "num_envs 0": ([PPO, "--config.ppo.num_envs=0"], "ppo.num_envs=0 is invalid"),
     "num_epochs 0": ([PPO, "--config.ppo.num_epochs=0"], "ppo.num_epochs=0 is invalid"),
-    "activation unknown": ([PPO, "--config.ppo.activation=swish"], "ppo.activation='swish'"),
+    "activation unknown": ([PPO, "--config.ppo.activation=mish"], "ppo.activation='mish'"),
     "hidden zero width": ([PPO, "--config.ppo.hidden=(0,)"], "ppo.hidden=(0,) is invalid"),
     "max_grad_norm 0": ([PPO, "--config.ppo.max_grad_norm=0.0"], "ppo.max_grad_norm=0.0"),
     "dqn head unknown": ([DQN, "--config.dqn.head=bogus"], "dqn.head='bogus'"),

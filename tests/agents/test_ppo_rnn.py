@@ -181,7 +181,7 @@ def test_resume_is_exact(tmp_path):
     [
         (dict(num_minibatches=3), r"ppo_rnn.num_minibatches=3 does not divide num_envs=4"),
         (dict(core_size=0), r"ppo_rnn.core_size=0 is invalid; allowed: an integer >= 1"),
-        (dict(activation="swish"), r"ppo_rnn.activation='swish' is unknown; valid: tanh"),
+        (dict(activation="mish"), r"ppo_rnn.activation='mish' is unknown; valid: tanh"),
         (dict(max_grad_norm=0.0), r"ppo_rnn.max_grad_norm=0.0 is invalid; allowed: > 0"),
     ],
 )
