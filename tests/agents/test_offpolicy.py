@@ -12,6 +12,7 @@ import pytest
 
 from rljax import envs
 from rljax.agents import mpo, offpolicy, sac, td3
+from rljax.nets import ACTIVATIONS
 from rljax.train import experiment
 
 SMALL = dict(num_envs=2, buffer_size=64, batch_size=8, learning_starts=8, hidden=(8,),
@@ -65,8 +66,6 @@ def test_validate_names_the_bad_field(module, field, value, match):
 
 def test_swish_is_x_times_sigmoid_x():
     """rejax's default activation, by hand: x / (1 + e^-x)."""
-    from rljax.nets import ACTIVATIONS
-
     x = np.array([-2.0, 0.0, 1.0, 3.0], np.float32)
     want = [-2.0 / (1.0 + np.e**2), 0.0, 1.0 / (1.0 + np.e**-1), 3.0 / (1.0 + np.e**-3)]
     np.testing.assert_allclose(ACTIVATIONS["swish"](x), want, rtol=1e-6)
