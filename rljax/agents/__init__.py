@@ -54,6 +54,10 @@ from typing import Any, NamedTuple, Protocol
 
 import jax
 
+from rljax import prng_kernel
+
+prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
+
 
 class Learner(Protocol):
     """The module-level interface of a learner: the type `rljax.train.population` takes.

@@ -4,6 +4,7 @@ Everything is a pure function of a `TabularMDP` pytree, jittable and vmappable o
 shape. See docs/dp.md for the maths, the conventions and the CVaR results.
 """
 
+from rljax import prng_kernel
 from rljax.dp.classic import (
     Solution,
     bellman_q,
@@ -65,6 +66,8 @@ from rljax.dp.stock import (
     stock_grid,
     stock_value_iteration,
 )
+
+prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
 
 __all__ = [
     "CLIFF_ACTIONS",

@@ -1,1 +1,5 @@
 """rljax.lm."""
+
+from rljax import prng_kernel
+
+prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
