@@ -7,6 +7,7 @@ setup(
     version="0.1.0",
     description="Pure-functional, jitted, sharded reinforcement learning in JAX.",
     packages=find_packages(include=["rljax", "rljax.*"]),
+    package_data={"rljax": ["csrc/*.cc"]},  # built on first use (rljax.prng_kernel)
     python_requires=">=3.11",
     install_requires=[
         "jax>=0.7",

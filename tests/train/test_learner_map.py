@@ -57,9 +57,11 @@ def test_sequential_keeps_one_learners_temporaries_alive():
     big, one = WIDTH * WIDTH * 4, _temp_bytes("sequential", 1)  # a learner's temporaries
     assert one >= big
     assert _temp_bytes("vmap", 8) >= 7 * one  # every learner's at once
-    # One learner's at a time: a loop's one extra buffer from 2 learners on, then flat.
+    # One learner's at a time: a loop's one extra buffer from 2 learners on, then flat but for
+    # a few KiB of per-learner keys and metrics (6 KiB from 2 to 8 learners with the Threefry
+    # kernel of rljax.prng_kernel, whose draws' counters are buffers; 1/64 of a learner's here).
     two = _temp_bytes("sequential", 2)
-    assert two < 2 * one and _temp_bytes("sequential", 8) <= two
+    assert two < 2 * one and _temp_bytes("sequential", 8) <= two + one // 64
 
 
 def test_unknown_learner_map_is_refused():
