@@ -6,8 +6,8 @@ program has 20 to 40 of them, a third of its fused kernels. ``install()`` regist
 lowering that calls one compiled kernel instead (``rljax/csrc/threefry2x32.cc`` through jax's
 FFI), bit for bit the numbers of jax's own lowering (``tests/test_prng_kernel.py`` checks the
 Random123 known answer and every kind of draw against it). At one seed on a 2-core Intel Xeon
-it cut XLA's compile of the PPO, DQN, PQN, SAC and TD3 programs by 25-40%, with the same run
-time; see docs/learners_offpolicy.md.
+it cut XLA's compile of the PPO, DQN, PQN, SAC and TD3 programs by 20-45% (two A/B pairs each,
+2026-11-29), with the same run time; see docs/learners_offpolicy.md#rljax-beside-rejax.
 
 The modules that build programs (``rljax.agents``, ``rljax.envs``, ``rljax.nets``,
 ``rljax.lm``, ``rljax.train``) call ``install()`` when imported. The first call on a machine
