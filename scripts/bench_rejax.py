@@ -497,7 +497,10 @@ def main():
         plan(args)
     except ValueError as e:
         parser.error(str(e))
-    probe = "from rljax import machine; print(machine.describe())"
+    probe = (  # the machine, and whether rljax's draws go through its Threefry kernel
+        "from rljax import machine, prng_kernel; "
+        "print(machine.describe(), '| rljax threefry kernel:', prng_kernel.install())"
+    )
     env = {**os.environ, "PYTHONPATH": ROOT}
     print("machine:", subprocess.run([sys.executable, "-c", probe], env=env, check=True,
                                      capture_output=True, text=True).stdout.strip())  # fmt: skip
