@@ -9,12 +9,12 @@ Random123 known answer and every kind of draw against it). At one seed on a 2-co
 it cut XLA's compile of the PPO, DQN, PQN, SAC and TD3 programs by 20-45% (two A/B pairs each,
 2026-11-29), with the same run time; see docs/learners_offpolicy.md#rljax-beside-rejax.
 
-The modules that build programs (``rljax.agents``, ``rljax.envs``, ``rljax.nets``,
-``rljax.lm``, ``rljax.train``) call ``install()`` when imported. The first call on a machine
-builds the kernel with the system C++ compiler (``$CXX``, else ``c++``; about 3 s) into
-``$RLJAX_CACHE_DIR`` (default ``~/.cache/rljax``), keyed on the source, the jaxlib version and
-the compiler; later processes load it. Without a compiler, or if the build fails, jax's own
-lowering stays (the same numbers, a slower compile) and one warning says why.
+The modules that build programs (``rljax.agents``, ``envs``, ``nets``, ``lm``, ``train``,
+``dp``) call ``install()`` when imported. The first call on a machine builds the kernel with
+the system C++ compiler (``$CXX``, else ``c++``; about 3 s) into ``$RLJAX_CACHE_DIR`` (default
+``~/.cache/rljax``), keyed on the source, the jaxlib version, the compiler and the machine;
+later processes load it. Without a compiler, or if the build fails, jax's own lowering stays
+(the same numbers, a slower compile) and one warning says why.
 ``RLJAX_THREEFRY_KERNEL=0`` turns the kernel off. Programs partitioned over several devices
 and programs lowered for ``jax.export`` keep jax's lowering: the partitioner would gather a
 custom call's operands onto every device, and exported programs may only call jax's own
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import functools
 import hashlib
 import os
@@ -120,11 +119,16 @@ def _install() -> str:
 
 def _build(path: str, compiler: str, include_dir: str) -> str | None:
     """Compiles SOURCE into ``path`` (atomically, one process at a time); None or the error."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX file locks: concurrent builds still end in one atomic rename
+        fcntl = None
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)
         with open(path + ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it
             if os.path.exists(path):
                 return None
             fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)

@@ -146,6 +146,15 @@ def test_a_mesh_keeps_jax_lowering_and_its_numbers():
     np.testing.assert_array_equal(sharded.compile()(keys), alone(np.asarray(keys)))
 
 
+def test_jax_export_keeps_jax_lowering():
+    """Exported programs may only call jax's own targets: the kernel stays out of them."""
+    draw = jax.jit(lambda k: jax.random.normal(k, (8,)))
+    key = jax.random.PRNGKey(2)
+    exported = jax.export.export(draw)(key)
+    assert prng_kernel.TARGET not in exported.mlir_module()
+    np.testing.assert_array_equal(exported.call(key), draw(key))
+
+
 def _status_in_a_fresh_process(**env) -> subprocess.CompletedProcess:
     code = (
         "import warnings, jax; warnings.simplefilter('always')\n"
