@@ -83,7 +83,13 @@ def install() -> str:
     return _status
 
 
+def compiler() -> str | None:
+    """The C++ compiler the kernel is built with: ``$CXX``, else ``c++`` or ``g++`` (None: none)."""
+    return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+
+
 def cache_dir() -> str:
+    """Where built kernels are kept: ``$RLJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/rljax``."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.environ.get("RLJAX_CACHE_DIR") or os.path.join(base, "rljax")
 
@@ -96,17 +102,17 @@ def _install() -> str:
     from jax._src.interpreters import mlir
     from jax._src.random import threefry2x32 as threefry
 
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not compiler:
+    cxx = compiler()
+    if not cxx:
         return "no C++ compiler found (set CXX)"
     key = hashlib.sha256()
     with open(SOURCE, "rb") as f:
         key.update(f.read())
-    for part in (jaxlib.__version__, compiler, platform.machine()):
+    for part in (jaxlib.__version__, cxx, platform.machine()):
         key.update(part.encode())
     path = os.path.join(cache_dir(), f"threefry2x32-{key.hexdigest()[:16]}.so")
     if not os.path.exists(path):
-        error = _build(path, compiler, jax.ffi.include_dir())
+        error = _build(path, cxx, jax.ffi.include_dir())
         if error:
             return error
     library = ctypes.CDLL(path)

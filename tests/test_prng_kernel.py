@@ -4,7 +4,6 @@ update), jax's lowering kept on a device mesh, and a clear warning, not an error
 cannot be built."""
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -19,7 +18,7 @@ from rljax import envs, prng_kernel
 from rljax.agents import td3
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HAS_COMPILER = bool(os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++"))
+HAS_COMPILER = prng_kernel.compiler() is not None
 
 
 def _draws(key):
