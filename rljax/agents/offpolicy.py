@@ -255,15 +255,16 @@ def update(config: Any, env: gymnax_env.Env, state, policy, learn, steps_per_upd
     return new._replace(buffer=buffer, env=env_state, step=state.step + 1), metrics
 
 
-def actor_and_critics(config: Any, env: gymnax_env.Env) -> tuple:
+def actor_and_critics(config: Any, env: gymnax_env.Env, row_grad: bool = False) -> tuple:
     """``(actor, critics)`` of SAC and MPO: categorical logits (``config.discrete``) or a Gaussian
-    head, and ``config.num_critics`` critics (one output per action when discrete)."""
+    head, and ``config.num_critics`` critics (one output per action when discrete; ``row_grad``
+    as in ``continuous.Critics``)."""
     if config.discrete:
         actor = MLP(config.hidden, env.num_actions, config.activation, out_scale=0.01)
     else:
         actor = continuous.GaussianActor(env.num_actions, config.hidden, config.activation)
     critics = continuous.Critics(
         config.hidden, config.num_critics, env.num_actions if config.discrete else 0,
-        config.activation,
+        config.activation, row_grad,
     )  # fmt: skip
     return actor, critics

@@ -105,8 +105,13 @@ class State(NamedTuple):
 
 
 def networks(config: Config, env: gymnax_env.Env) -> tuple:
-    """``(actor, critics)``: a categorical (discrete) or Gaussian actor and K critics."""
-    return offpolicy.actor_and_critics(config, env)
+    """``(actor, critics)``: a categorical (discrete) or Gaussian actor and K critics.
+
+    The critics' one-column output layers take their weight gradients as rows
+    (``rljax.nets.mlp.row_grad_dot_general``): the gradient of each Q is the soft Bellman
+    residual, whose target XLA:CPU would otherwise recompute for every weight.
+    """
+    return offpolicy.actor_and_critics(config, env, row_grad=True)
 
 
 def init(config: Config, env: gymnax_env.Env, key: jax.Array, hparams: Hparams) -> State:

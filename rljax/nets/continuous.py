@@ -30,6 +30,7 @@ class Critics(nn.Module):
     num_critics: int = 2
     num_actions: int = 0  # > 0: discrete, one output per action
     activation: str = "relu"
+    row_grad: bool = False  # one-column outputs take ``rljax.nets.mlp.row_grad_dot_general``
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array | None = None) -> jax.Array:
@@ -37,7 +38,10 @@ class Critics(nn.Module):
         if self.num_actions == 0:
             x = jnp.concatenate([x, action.reshape(action.shape[0], -1)], axis=-1)
         out_dim = max(self.num_actions, 1)
-        qs = [MLP(self.hidden, out_dim, self.activation)(x) for _ in range(self.num_critics)]
+        qs = [
+            MLP(self.hidden, out_dim, self.activation, row_grad=self.row_grad)(x)
+            for _ in range(self.num_critics)
+        ]
         q = jnp.stack(qs)  # [K, B, out]
         return q if self.num_actions else q[..., 0]
 
