@@ -92,7 +92,7 @@ def _dense(width: int, scale: float, dot_general=dense_dot_general) -> nn.Dense:
 class MLP(nn.Module):
     """``Dense -> act`` for each hidden size, then a final ``Dense(out_dim)``.
 
-    Inputs ``[..., *obs_shape]`` are flattened over the observation dims given by ``flatten``.
+    The layers act on the last axis of the input ``[..., features]``.
     Orthogonal init with gain √2 on hidden layers and ``out_scale`` on the output layer, as in
     Andrychowicz et al. 2021 ("What Matters In On-Policy RL").
     """
