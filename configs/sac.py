@@ -7,9 +7,9 @@
 
 The argument picks the environment (default Pendulum-v1); the discrete variant is chosen for
 discrete environments. Measured results and run times (2-core CPU, shared) are in
-docs/learners_offpolicy.md. Pendulum-v1 (16 seeds x 40k env steps, 2026-11-25, commit
-eeb7915): final-return IQM -139.5 [95% CI -158.5, -122.7], 16/16 seeds >= -200; 34 s compile +
-382 s on the shared 2-core CPU. MountainCarContinuous-v0 (4 seeds x 50k): never reaches the
+docs/learners_offpolicy.md. Pendulum-v1 (16 seeds x 40k env steps, 2026-11-29, commit
+1aa6cc9): final-return IQM -137.9 [95% CI -157.7, -121.4], 16/16 seeds >= -200; 6 s compile +
+106 s on a quiet 2-core Intel Xeon. MountainCarContinuous-v0 (4 seeds x 50k): never reaches the
 flag (settles on zero actions, about -1.1). The discrete configs are not yet measured.
 """
 
