@@ -6,7 +6,7 @@
     python experiments/train.py --config=configs/sac.py:Pendulum-v1 --config.sweep.tau=0.005,0.01
 
 The argument picks the environment (default Pendulum-v1); the discrete variant is chosen for
-discrete environments. Measured results and run times (2-core CPU, shared) are in
+discrete environments. Measured results and run times (2-core CPUs) are in
 docs/learners_offpolicy.md. Pendulum-v1 (16 seeds x 40k env steps, 2026-11-29, commit
 1aa6cc9): final-return IQM -137.9 [95% CI -157.7, -121.4], 16/16 seeds >= -200; 6 s compile +
 106 s on a quiet 2-core Intel Xeon. MountainCarContinuous-v0 (4 seeds x 50k): never reaches the

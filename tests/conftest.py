@@ -120,6 +120,27 @@ def run_notebook(monkeypatch):
     return run
 
 
+@pytest.fixture
+def run_at_trainer_settings():
+    """Runs Python ``code`` from the repository root in a fresh process with this tier's XLA flags
+    minus the optimization level and the classic emitters, so that the code's
+    ``xla_flags.set_flags(fast_compile=True)`` gives the trainer's settings (level 1, the default
+    emitters); returns its stdout, and fails the test with its stderr if it fails."""
+    import subprocess
+    import sys
+
+    def run(code: str, *, timeout: int) -> str:
+        flags = [f for f in os.environ["XLA_FLAGS"].split() if "fusion_emitters" not in f]
+        flags = " ".join(f for f in flags if "optimization_level" not in f)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=ROOT, env={**os.environ, "XLA_FLAGS": flags},
+                              timeout=timeout)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    return run
+
+
 @pytest.fixture(scope="module")
 def load_entry():
     """Imports an entry-point script (``experiments/x.py``) as a module, from the repository root

@@ -5,11 +5,7 @@ and XLA:CPU no longer emits the weight gradient as a matrix-vector loop fused wi
 computation of ``g`` (the control, ``row_grad=False``, does).
 """
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import chex
 import jax
@@ -19,7 +15,6 @@ import pytest
 from rljax.nets import continuous
 from rljax.nets.mlp import MLP
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(jax.default_backend() != "cpu", reason="a CPU-only code path")
 
 
@@ -29,7 +24,7 @@ def _loss(net, params, x, noise):
     return jnp.mean((q - jax.lax.stop_gradient(target)) ** 2)
 
 
-def _reference_grads(params, x, noise, net):
+def _reference_grads(params, x, noise):
     """Autodiff of the same maths with plain ``x @ w`` (no custom VJP)."""
 
     def apply(p, inputs):
@@ -52,7 +47,7 @@ def test_gradients_match_plain_autodiff(row_grad):
     noise = jax.random.uniform(jax.random.PRNGKey(2), (64,), minval=-1.0, maxval=1.0)
     params = net.init(jax.random.PRNGKey(0), x)
     got = jax.jit(jax.grad(lambda p: _loss(net, p, x, noise)))(params)
-    want = _reference_grads(params, x, noise, net)
+    want = _reference_grads(params, x, noise)
     chex.assert_trees_all_close(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -90,16 +85,10 @@ print(len(loop_fused_dots(False)), len(loop_fused_dots(True)))
 """
 
 
-def test_row_grad_keeps_the_weight_gradient_out_of_loop_fusions():
+def test_row_grad_keeps_the_weight_gradient_out_of_loop_fusions(run_at_trainer_settings):
     """At the trainer's XLA settings (level 1, the default emitters; this tier's classic
     emitters fuse other dots), ``x^T g`` becomes a loop fusion and ``g^T x`` does not."""
-    flags = [f for f in os.environ["XLA_FLAGS"].split() if "fusion_emitters" not in f]
-    flags = " ".join(f for f in flags if "optimization_level" not in f)
-    done = subprocess.run([sys.executable, "-c", TRAINER_SETTINGS], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "XLA_FLAGS": flags},
-                          timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    control, row_grad = map(int, done.stdout.split())
+    control, row_grad = map(int, run_at_trainer_settings(TRAINER_SETTINGS, timeout=120).split())
     assert control >= 1, "control: XLA fuses x^T g into a loop"
     assert row_grad == 0
 

@@ -119,16 +119,11 @@ print("rljax_threefry2x32" in hlo, same)
 """
 
 
-def test_td3_updates_are_bit_for_bit_the_same_at_the_trainers_settings():
+def test_td3_updates_are_bit_for_bit_the_same_at_the_trainers_settings(run_at_trainer_settings):
     """At the trainer's XLA settings (``xla_flags.set_flags(fast_compile=True)``: level 1 and the
     default emitters) the whole run is bit for bit the same with either lowering."""
-    flags = [f for f in os.environ["XLA_FLAGS"].split() if "fusion_emitters" not in f]
-    flags = " ".join(f for f in flags if "optimization_level" not in f)
-    done = subprocess.run([sys.executable, "-c", TRAINER_SETTINGS], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "XLA_FLAGS": flags},
-                          timeout=240)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(HAS_COMPILER), "True"]
+    out = run_at_trainer_settings(TRAINER_SETTINGS, timeout=240)
+    assert out.split() == [str(HAS_COMPILER), "True"]
 
 
 def test_a_mesh_keeps_jax_lowering_and_its_numbers():
