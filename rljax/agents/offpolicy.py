@@ -265,6 +265,6 @@ def actor_and_critics(config: Any, env: gymnax_env.Env, row_grad: bool = False) 
         actor = continuous.GaussianActor(env.num_actions, config.hidden, config.activation)
     critics = continuous.Critics(
         config.hidden, config.num_critics, env.num_actions if config.discrete else 0,
-        config.activation, row_grad,
+        config.activation, row_grad=row_grad,
     )  # fmt: skip
     return actor, critics

@@ -69,7 +69,7 @@ def row_grad_dot_general(
     weight gradient as the row ``g^T x`` (``_matmul_cpu_row_grad_bwd``): faster where the
     output's gradient is a long elementwise chain (SAC's critics: 17% of a 1-seed run), with
     other rounding than ``dense_dot_general``."""
-    matmul = _matmul_cpu_row_grad if rhs.ndim == 2 and rhs.shape[-1] == 1 else _matmul_cpu
+    matmul = _matmul_cpu_row_grad if rhs.shape[-1] == 1 else _matmul_cpu  # used if 2-D
     return _dense_dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
                               matmul)  # fmt: skip
 
