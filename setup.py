@@ -24,10 +24,10 @@ setup(
         "matplotlib>=3.8",
         "tqdm>=4.66",
         "importlib_resources>=6.0",
-        "math-verify>=0.9",  # answer equivalence for math RLVR (rljax.lm.math_checker)
-        "pyarrow>=14",  # Parquet data files (rljax.lm.math_data)
-        "safetensors>=0.4",  # Hugging Face checkpoints in and out (rljax.lm.hf)
-        "tokenizers>=0.19",  # tokenizer.json (rljax.lm.hf.tokenizer)
+        "math-verify>=0.9",  # answer equivalence for math RLVR (rljax.lm.tasks.math_checker)
+        "pyarrow>=14",  # Parquet data files (rljax.lm.tasks.math_data)
+        "safetensors>=0.4",  # Hugging Face checkpoints in and out (rljax.lm.model.hf)
+        "tokenizers>=0.19",  # tokenizer.json (rljax.lm.model.hf.tokenizer)
         "jinja2>=3.1.6",  # chat templates (sandboxed)
     ],
     extras_require={

@@ -8,7 +8,8 @@
     python experiments/train_lm.py --config=configs/grpo.py:arithmetic,tiny   # CI / notebook
 
 The argument is `<task>[,fast|,tiny]`, task in {arithmetic, countdown, strings, equation}.
-Presets (rljax/lm/presets.py): grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo, cispo, nft,
+Presets (rljax/agents/grpo/presets.py): grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo, cispo,
+nft,
 pacs, rover, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value;
 `sweep.<field>=a,b` sweeps a preset field (numbers or choice names) or the preset itself;
 every combination x `num_seeds` trains together.
@@ -24,7 +25,7 @@ Measured on the 2-core CPU (docs/lm.md):
 import ml_collections
 from ml_collections import config_dict
 
-from rljax.lm import presets
+from rljax.agents.grpo import presets
 
 _INTS = ("num_epochs", "num_minibatches", "dynamic_sampling")  # integer preset fields
 
@@ -59,7 +60,7 @@ def get_config(arg: str = "arithmetic"):
     c.model.n_layers = 1 if tiny else 2 if fast else 4  # transformer blocks
     c.model.n_heads = 4  # attention heads
     c.model.d_ff = 128 if tiny else 256 if fast else 512  # MLP width
-    c.model.family = "tiny"  # tiny | llama | qwen2 | qwen3 (rljax.lm.model)
+    c.model.family = "tiny"  # tiny | llama | qwen2 | qwen3 (rljax.lm.model.decoder)
     c.model.dtype = "float32"  # float32 | bfloat16 (bf16 compute, float32 master weights)
     c.model.remat = False  # gradient checkpointing: recompute each block in the backward pass
     c.model.logits_chunk = 0  # log-probs' head and log-softmax this many tokens at a time (0: off)
@@ -77,7 +78,9 @@ def get_config(arg: str = "arithmetic"):
     c.sft.direct_frac = 0.0  # share of traces cut to the bare answer (no worked steps)
     c.sft.direct_noise = 0.0  # share of those bare answers that are wrong (bad guesses)
 
-    c.lora = ml_collections.ConfigDict()  # low-rank adapters over a frozen base (rljax.lm.lora)
+    c.lora = (
+        ml_collections.ConfigDict()
+    )  # low-rank adapters over a frozen base (rljax.lm.model.lora)
     c.lora.rank = 0  # r; 0 = full-parameter learners (the default)
     c.lora.alpha = 32.0  # the adapters' output is scaled by alpha / rank
     c.lora.targets = "attention,mlp"  # projection names or groups (attention, mlp)

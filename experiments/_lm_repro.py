@@ -1,7 +1,8 @@
 """Shared pieces of the LM reproduction scripts: arms trained as populations on the RLVR testbed.
 
 A script names its arms as explicit design points of one learner (`rljax.train.lm_experiment`'s
-``design``: fields of `rljax.lm.presets`), groups them into populations (one per SFT base, since a
+``design``: fields of `rljax.agents.grpo.presets`), groups them into populations (one per SFT base,
+since a
 population shares its base, and one per static shape: learners that sample dynamically oversample
 every member of their population, so they train apart), trains each population in one compiled
 program through `rljax.train.lm_experiment.train`, and takes per learner the held-out evaluation
@@ -26,8 +27,8 @@ import _verdicts
 import numpy as np
 
 from rljax import cli, stats
+from rljax.agents.grpo.groups import PROBLEM_KEY
 from rljax.io import workdir_lock
-from rljax.lm.groups import PROBLEM_KEY
 from rljax.train import lm_experiment
 
 _CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")

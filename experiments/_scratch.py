@@ -17,13 +17,14 @@ import numpy as np
 import optax
 
 from rljax import cli, stats
-from rljax.agents import grpo, learner
-from rljax.lm import device_reward, presets, sft, tokenizer
-from rljax.lm.data import SeqBatch
-from rljax.lm.evaluation import pass_at_k
-from rljax.lm.model import TransformerConfig
-from rljax.lm.sampling import sample as sample_one
-from rljax.lm.tasks import Problem, Task, safe_verify
+from rljax.agents import grpo, learner, sft
+from rljax.agents.grpo import presets
+from rljax.lm.model import tokenizer
+from rljax.lm.model.decoder import TransformerConfig
+from rljax.lm.model.sampling import sample as sample_one
+from rljax.lm.tasks import Problem, Task, device_reward, safe_verify
+from rljax.lm.tasks.batches import SeqBatch
+from rljax.lm.tasks.evaluation import pass_at_k
 
 
 def encode(problems: list[Problem], answers: list[str], prompt_len: int, completion_len: int):

@@ -47,12 +47,13 @@ environments 858 s; details and results in docs/value_based.md).
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (0% CPU for minutes); one small program per process gains little from the pool.
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import functools  # noqa: E402

@@ -40,9 +40,10 @@ the HL-Gauss program's 48 agents. ``--quick``: ~25 s of CPU time (65 s wall at l
 Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402

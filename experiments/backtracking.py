@@ -48,9 +48,10 @@ is `_verdicts.overall`. Writes results.md, results.json, budget.png (pass at T t
 pass_at_k.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import os  # noqa: E402
@@ -62,9 +63,10 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import machine, stats  # noqa: E402
-from rljax.lm import device_reward, sft  # noqa: E402
-from rljax.lm.model import TransformerConfig  # noqa: E402
+from rljax.agents import sft  # noqa: E402
+from rljax.lm.model.decoder import TransformerConfig  # noqa: E402
 from rljax.lm.tasks import countdown_search as cs  # noqa: E402
+from rljax.lm.tasks import device_reward  # noqa: E402
 
 TASK = cs.TASK
 ARMS = {"direct": 0, "DFS <=1": 1, "DFS <=3": 3}  # arm -> max dead ends of its SFT traces

@@ -36,9 +36,10 @@ Rule: a claim holds when the interval of its difference is above 0, fails when b
 Writes results.md, results.json, levels.png (pass@1 by level per arm) and rl_curve.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402
@@ -52,11 +53,15 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import machine, stats  # noqa: E402
-from rljax.lm import device_reward, groups, sft  # noqa: E402
-from rljax.lm.data import SeqBatch  # noqa: E402
-from rljax.lm.model import TransformerConfig  # noqa: E402
-from rljax.lm.tasks import compose  # noqa: E402
+from rljax.agents import sft  # noqa: E402
+from rljax.agents.grpo import groups  # noqa: E402
+from rljax.lm.model.decoder import TransformerConfig  # noqa: E402
+from rljax.lm.tasks import (  # noqa: E402
+    compose,  # noqa: E402
+    device_reward,
+)
 from rljax.lm.tasks.base import Problem  # noqa: E402
+from rljax.lm.tasks.batches import SeqBatch  # noqa: E402
 
 TASK = compose.TASK
 PROMPT_LEN = TASK.max_prompt_chars + 1

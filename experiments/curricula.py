@@ -8,7 +8,7 @@ The base is the testbed model (`configs/grpo.py:arithmetic,fast`, 2 layers, d 64
 all three arithmetic levels (1,200 steps on sloppy traces); RL and evaluation on all three levels
 (``max_level=0``) with `lite_ppo`'s values (GRPO advantages, no KL, token mean, 2 epochs × 2
 minibatches, lr 3e-4). Each arm changes only which prompts a step trains on
-(`rljax.lm.curriculum`):
+(`rljax.agents.grpo.curriculum`):
 
   uniform            plain GRPO: B problems uniformly from the split;
   dynamic 0<p̂<1      balanced filtering's wide band = DAPO's dynamic sampling: 2B groups drawn,
@@ -37,9 +37,10 @@ accuracy_updates.png, accuracy_tokens.png, accuracy_wall.png, accuracy_level<k>.
 zero_var.png and levels.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import json  # noqa: E402
 import os  # noqa: E402

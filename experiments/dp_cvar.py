@@ -15,9 +15,10 @@ Writes results.md, results.json and cvar.png to --outdir. Bad flags stop in one 
 anything runs (``--debug`` for a traceback).
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import argparse  # noqa: E402
 import json  # noqa: E402

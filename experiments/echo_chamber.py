@@ -33,9 +33,10 @@ Default: 2 sizes x 3 seeds x 100 updates; results.md records the wall time of ea
 results.md, results.json, shares_small.png, shares_large.png, pass_at_1.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402
@@ -47,11 +48,12 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import stats  # noqa: E402
-from rljax.agents import grpo, learner  # noqa: E402
-from rljax.lm import device_reward, groups, presets, sft, tokenizer  # noqa: E402
-from rljax.lm.data import completion_length, encode_prompts, prompt_length  # noqa: E402
-from rljax.lm.model import TransformerConfig, num_params  # noqa: E402
-from rljax.lm.tasks import formats, train_test_split  # noqa: E402
+from rljax.agents import grpo, learner, sft  # noqa: E402
+from rljax.agents.grpo import groups, presets  # noqa: E402
+from rljax.lm.model import tokenizer  # noqa: E402
+from rljax.lm.model.decoder import TransformerConfig, num_params  # noqa: E402
+from rljax.lm.tasks import device_reward, formats, train_test_split  # noqa: E402
+from rljax.lm.tasks.batches import completion_length, encode_prompts, prompt_length  # noqa: E402
 from rljax.train import lm_base  # noqa: E402
 
 SIZES = {

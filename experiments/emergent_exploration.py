@@ -52,10 +52,11 @@ Measured time and results: docs/emergent_exploration.md.
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 # --quick is compile-bound (a few updates): XLA's lower optimization level compiles it faster.
 xla_flags.set_flags(fast_compile="--quick" in sys.argv)
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import json  # noqa: E402

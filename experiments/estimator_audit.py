@@ -11,7 +11,7 @@ expectation over sequences is a finite sum. The intended objective is
 
 with a binary reward (at least two 0-tokens in the answer). Its gradient ∇J is computed exactly
 by enumeration. Every surrogate is the loss rljax's GRPO learner trains on: the functions of
-``rljax.lm.objective`` (``kl_reward_penalty``, ``advantages`` with the codes ``dr_grpo``,
+``rljax.agents.grpo.objective`` (``kl_reward_penalty``, ``advantages`` with the codes ``dr_grpo``,
 ``grpo``, ``rloo``; ``policy_loss`` with ``reinforce``; ``regularizers``, ``sample_divergence``;
 the aggregations ``token_mean``, ``seq_mean_token_mean``, ``seq_mean_token_sum_norm``,
 ``seq_mean_token_sum``; the divergences ``k1/k2/k3`` in the reward or the loss, ``forward_kl``
@@ -48,9 +48,10 @@ Writes results.md, results.json, audit.png (cosine heat map, variance) and audit
 (rljax.stats bands) into --workdir.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import itertools  # noqa: E402
@@ -63,7 +64,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import returns, stats  # noqa: E402
-from rljax.lm import objective, presets  # noqa: E402
+from rljax.agents.grpo import objective, presets  # noqa: E402
 from rljax.losses import policy_gradient  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
@@ -85,7 +86,8 @@ KL_PLACES = (
 )
 AGGS = ("token_mean", "seq_mean_token_mean", "dr_const", "seq_sum")
 NORMS = ("mean", "std", "rloo")  # Dr.GRPO (std off), GRPO (std on, ddof=1), leave-one-out
-# The arms' names here -> the names of rljax.lm.presets that the trainer's objective selects by.
+# The arms' names here -> the names of rljax.agents.grpo.presets that the trainer's objective
+# selects by.
 DIVERGENCE_OF = {"none": "none", "fwd_kl": "forward_kl", "js": "js"}  # else k1/k2/k3
 AGGREGATION_OF = {
     "token_mean": "token_mean",
@@ -177,7 +179,7 @@ def advantages(seq_reward, arm):
 def batch_loss(theta, idx, ref_idx, arm, ref_theta, space, beta):
     """The loss rljax's GRPO learner trains on for one group ``idx`` [G] sampled from π.
 
-    ``rljax.lm.objective`` composed as ``rljax.agents.grpo`` composes it (``update``: the
+    ``rljax.agents.grpo.objective`` composed as ``rljax.agents.grpo`` composes it (``update``: the
     penalty in the reward, the advantages; ``loss_fn``: policy loss + β·KL term + β·sample
     divergence), with π_old = π (on-policy) and one micro-batch; ``arm`` from ``arm_ids``;
     ``ref_idx`` is a batch sampled from π_ref for the sample divergences (forward KL, JS).

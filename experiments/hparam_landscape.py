@@ -44,12 +44,13 @@ in docs/value_based.md. ``--quick``: 33 s at load ~7 (2-core CPU, 2026-11-23).
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (experiments/ablate_effective_horizon.py); small programs gain little from the pool.
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402

@@ -44,9 +44,10 @@ with other jobs at a load average of about 6): the default took 483 s wall (seed
 489 s (seeds 1000-1002). Results and their reading: docs/stitching_and_in_context_rl.md.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import json  # noqa: E402

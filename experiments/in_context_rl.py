@@ -35,9 +35,10 @@ at a load average of 20-23): the default took 502 s wall (seeds 0-2). Results an
 reading: docs/stitching_and_in_context_rl.md.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import json  # noqa: E402

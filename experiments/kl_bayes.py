@@ -39,9 +39,10 @@ Measured on the shared 2-core CPU under a load average of ~11 (other jobs runnin
 Writes results.md, results.json and kl_bayes.png into --workdir.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import itertools  # noqa: E402
 import math  # noqa: E402

@@ -32,9 +32,10 @@ import os
 import sys
 import time
 
-from rljax import xla_flags
+from rljax import prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _verdicts  # noqa: E402
@@ -45,7 +46,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rljax import cli, machine, stats  # noqa: E402
-from rljax.lm import presets  # noqa: E402
+from rljax.agents.grpo import presets  # noqa: E402
 from rljax.train import lm_experiment  # noqa: E402
 
 RANKS = (1, 2, 4, 8)
@@ -104,8 +105,8 @@ def trained_bytes(run) -> int:
     import jax
 
     from rljax.agents import grpo
-    from rljax.lm import pretrained
-    from rljax.lm.model import init_params
+    from rljax.lm.model import pretrained
+    from rljax.lm.model.decoder import init_params
 
     points = lm_experiment.validate(run)
     values = lm_experiment.resolved_points(run, points)

@@ -14,7 +14,8 @@ the population std (ddof = 0), and sqrt((1 − r_q)/r_q)·sqrt((G − 1)/G) with
 ddof = 1. Unweighted, the directions differ whenever prompts' accuracies differ (cosine reported).
 
 Part (ii): the presets `grpo` (k3 KL 0.04 in the loss, sequence-mean aggregation), `nft`, `pacs`
-and `cispo` as named in `rljax.lm.presets` (2 epochs × 2 minibatches, lr 3e-4), one population on
+and `cispo` as named in `rljax.agents.grpo.presets` (2 epochs × 2 minibatches, lr 3e-4), one
+population on
 `configs/grpo.py:arithmetic,fast`; held-out pass@k for k = 1..256 from n = 256 samples on 64
 problems spread over levels 1-2 (unbiased estimator), over seeds.
 
@@ -24,9 +25,10 @@ machine 10 min 21 s wall, 1049 s CPU, identical results; --quick ~40 s CPU.
 Writes results.md, results.json and pass_at_k.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402

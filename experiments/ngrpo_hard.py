@@ -23,9 +23,10 @@ wall under a load of ~5 (other jobs running), 787 s CPU (all threads); --quick ~
 results.md, results.json, hard_accuracy.png, zero_adv.png and entropy.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402

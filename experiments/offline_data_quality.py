@@ -54,9 +54,10 @@ wall at load 3-4. results.md repeats the wall time, load and command of the run 
 Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402

@@ -11,8 +11,9 @@ AdamW weight decay 1e-4).
 Examples are chosen the paper's way. A selection run (its own population, `select/`: `--seeds`
 learners × `--select_steps` 50 updates on the first `--select_pool` 128 training problems, ~19
 visits per problem) logs each problem's training accuracy at every update that draws it
-(``log_problems``: one visit; `rljax.lm.groups.problem_accuracy`); the problems are ranked by
-the variance of their accuracy over all visits of all its learners (`rljax.lm.selection
+(``log_problems``: one visit; `rljax.agents.grpo.groups.problem_accuracy`); the problems are ranked
+by
+the variance of their accuracy over all visits of all its learners (`rljax.lm.tasks.selection
 .by_variance`: at least 2 visits, ties to the lower index), and the top `--examples` 2 are π1,
 π2 (results.md and results.json name them with their variance, visits and mean accuracy). The
 k-shot runs draw every prompt of every step from their examples (``train_examples``), the way
@@ -38,9 +39,10 @@ first problem, three populations) took 7.4 min wall on an idle Intel Xeon.
 Writes results.md, results.json, test_accuracy.png and train_accuracy.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
@@ -51,8 +53,8 @@ import _verdicts  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import stats  # noqa: E402
-from rljax.lm import selection  # noqa: E402
-from rljax.lm.groups import PROBLEM_KEY  # noqa: E402
+from rljax.agents.grpo.groups import PROBLEM_KEY  # noqa: E402
+from rljax.lm.tasks import selection  # noqa: E402
 from rljax.train import lm_experiment  # noqa: E402
 
 SMALL, LARGE = 0.001, 0.01  # entropy-bonus coefficients

@@ -31,9 +31,10 @@ Measured on the 2-core CPU (Intel Xeon, jax 0.10.2, 2026-11-24, commit 233aed7):
 results.json and pass_at_k.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARMS = {"recurrent": "configs/ppo_rnn.py", "feedforward": "configs/ppo.py"}
@@ -38,6 +38,7 @@ def main() -> int:
     if args.num_seeds < 2:
         parser.error(f"--num_seeds={args.num_seeds} is invalid; allowed: an integer >= 2")
     xla_flags.set_flags(fast_compile=True)
+    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
     sys.path.insert(0, os.path.join(ROOT, "experiments"))
     import train as train_entry
 

@@ -29,9 +29,10 @@ default 8 min 28 s wall, 498 s CPU (the SFT base cached by passk_divergence.py o
 +~1 min); --quick ~35 s. Writes results.md, results.json, pass_at_k.png and entropy.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402

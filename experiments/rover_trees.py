@@ -52,9 +52,10 @@ Writes results.md, results.json, rover_distinct_vs_k.png, rover_training.png and
 rover_tau_sweep.png into --workdir.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import os  # noqa: E402

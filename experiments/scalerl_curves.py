@@ -33,9 +33,10 @@ known (A, B, C_mid) plus noise at this study's scale, refitted; the run fails if
 value is off by more than its tolerance. Writes results.md, results.json, curves.png and fits.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402
@@ -45,7 +46,7 @@ import _verdicts  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import scaling, stats  # noqa: E402
-from rljax.lm import presets  # noqa: E402
+from rljax.agents.grpo import presets  # noqa: E402
 
 CENTRE = {"advantage": "grpo", "aggregation": "token_mean", "policy_loss": "ppo_clip",
           "eps_low": 0.2, "eps_high": 0.2}  # fmt: skip

@@ -41,9 +41,10 @@ one at every update (`lag_invariant` in results.json; the run fails if they do n
 Writes results.md, results.json, gain_vs_lag.png and curves.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402
@@ -57,8 +58,12 @@ import numpy as np  # noqa: E402
 
 from rljax import stats  # noqa: E402
 from rljax.agents import learner, stale_grpo  # noqa: E402
-from rljax.lm import presets, report  # noqa: E402
-from rljax.train import lm_experiment, population  # noqa: E402
+from rljax.agents.grpo import presets  # noqa: E402
+from rljax.train import (  # noqa: E402
+    lm_experiment,
+    lm_report,  # noqa: E402
+    population,
+)
 
 IS_CAP = 2.0  # C of TIS and MIS (ours)
 LITE = {"policy_loss": "ppo_clip", "eps_low": 0.2, "eps_high": 0.2}
@@ -131,7 +136,7 @@ def train(args, design: dict, name: str, sampler_dtype: str = "") -> dict:
         fingerprint=fingerprint, **lm_experiment.LOOP_OPTIONS,
     )  # fmt: skip
     key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)
-    base, learners = report.evaluate_learners(
+    base, learners = lm_report.evaluate_learners(
         run, agent_cfg, result.states, data.base_params, test, points, key
     )
     updates, curves = repro.read_curves(run.workdir, len(design), args.seeds)

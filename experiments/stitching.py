@@ -44,9 +44,10 @@ and 95% interval over seeds) and success_by_distance.png to --workdir. Measured 
 their reading: docs/stitching_and_in_context_rl.md.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import json  # noqa: E402
 import os  # noqa: E402

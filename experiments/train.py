@@ -21,7 +21,7 @@ loss, full disk), 2 bad input, 128 + signal when stopped by SIGINT/SIGTERM (afte
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 if "jax" not in sys.modules:  # run as the entry point: the CPU devices are this script's to fix
     try:
@@ -31,6 +31,7 @@ if "jax" not in sys.modules:  # run as the entry point: the CPU devices are this
     xla_flags.set_flags(
         num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None, fast_compile=True
     )
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 
@@ -38,8 +39,8 @@ from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402
 
 from rljax.agents import dqn, learner, mpo, ppo, ppo_rnn, pqn, sac, sqirl, td3  # noqa: E402
+from rljax.parallel import learner_axis  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
-from rljax.parallel import population  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
@@ -48,11 +49,11 @@ AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
 AGENTS.update(sac=(sac, "sac"), td3=(td3, "td3"), mpo=(mpo, "mpo"))  # off-policy actor-critic
 AGENTS["pqn"] = (pqn, "pqn")  # parallel Q-learning (IQN is dqn with the iqn head)
 AGENTS["ppo_rnn"] = (ppo_rnn, "ppo_rnn")  # recurrent PPO (GRU core, truncated BPTT)
-# Population sharding rules a config names in `mesh.rules` (rljax.parallel.population).
+# Population sharding rules a config names in `mesh.rules` (rljax.parallel.learner_axis).
 SHARDING_RULES = {
-    "seeds": population.SEEDS,
-    "seeds_and_envs": population.SEEDS_AND_ENVS,
-    "seeds_envs_and_replay": population.SEEDS_ENVS_AND_REPLAY,
+    "seeds": learner_axis.SEEDS,
+    "seeds_and_envs": learner_axis.SEEDS_AND_ENVS,
+    "seeds_envs_and_replay": learner_axis.SEEDS_ENVS_AND_REPLAY,
 }
 # Top-level fields of every config file and what each must be.
 RUN_FIELDS = {
@@ -163,7 +164,7 @@ def mesh_from_config(config, default: mesh_lib.MeshConfig | None):
     ``seeds``.
     """
     if "mesh" not in config:
-        return default, population.SEEDS
+        return default, learner_axis.SEEDS
     cli.check_choice("mesh.rules", config.mesh.rules, SHARDING_RULES)
     if not config.mesh.shape:
         return default, SHARDING_RULES[config.mesh.rules]

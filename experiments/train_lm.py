@@ -19,13 +19,14 @@ Bad input is one line (`error: ...`, exit 2; `--debug` for a traceback); exit co
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 try:
     _NUM_CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=1)
 except ValueError as e:
     cli.fail(e)
 xla_flags.set_flags(num_cpu_devices=_NUM_CPU_DEVICES if _NUM_CPU_DEVICES > 1 else None)
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 from absl import flags  # noqa: E402
 from ml_collections import config_flags  # noqa: E402

@@ -5,7 +5,7 @@
         [--workdir=runs/math_gsm8k] [--cpu_devices=N]
 
 Every learner (`config.presets` x `config.num_seeds`) trains in one vmapped, jitted program whose
-rewards come from the math-verify checker (rljax.lm.math_checker) through `jax.pure_callback`,
+rewards come from the math-verify checker (rljax.lm.tasks.math_checker) through `jax.pure_callback`,
 on the mesh `config.mesh_shape` x `config.mesh_axes` (learners over `seeds`, each learner's
 weights over `fsdp` / `tensor`). Several processes (hosts) run this same command, each told who
 it is by `config.distributed.*` or the RLJAX_COORDINATOR_ADDRESS / RLJAX_NUM_PROCESSES /
@@ -17,7 +17,7 @@ one line (`error: ...`, exit 2; `--debug` for a traceback). docs/math.md has the
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 try:  # the device count must be fixed before jax starts
     _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=None)
@@ -59,15 +59,16 @@ def distributed_config(c) -> distributed.DistributedConfig:
 
 
 def _math_rlvr():
-    """rljax.lm.math_rlvr, imported only once `jax.distributed` has started: its imports
+    """rljax.train.math_experiment, imported only once `jax.distributed` has started: its imports
     (gymnax) create arrays, after which JAX can no longer join other processes."""
-    from rljax.lm import math_rlvr  # noqa: PLC0415
+    from rljax.train import math_experiment  # noqa: PLC0415
 
-    return math_rlvr
+    return math_experiment
 
 
 def from_config(c, workdir: str | None, dist: distributed.DistributedConfig):
-    """The frozen run config (`math_rlvr.MathRunConfig`) of a parsed `configs/grpo_math.py`."""
+    """The frozen run config (`math_experiment.MathRunConfig`) of a parsed
+    `configs/grpo_math.py`."""
     fields = tuple((k, v) for k, v in c.fields.items() if v)
     # "--config.mesh_axes=seeds,fsdp" arrives as ("seeds,fsdp",)
     axes = tuple(a for entry in c.mesh_axes for a in str(entry).split(","))
@@ -137,6 +138,7 @@ def main(argv: list[str]) -> int:
     fv = cli.parse_config_flags(argv, make_flags, EXAMPLE)
     dist = _checked(distributed_config, fv["config"].value)
     distributed.initialize(dist)  # before anything touches a device; one process: nothing
+    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
     run = _checked(run_config, fv, dist)
     try:
         results = _math_rlvr().run(run)

@@ -25,9 +25,10 @@ the aligned base's 4,000 SFT steps take 189 s once. --quick: 81 s wall under loa
 Writes results.md, results.json and curves_<init>.png / entropy_<init>.png.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402

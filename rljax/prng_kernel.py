@@ -9,8 +9,11 @@ Random123 known answer and every kind of draw against it). At one seed on a 2-co
 it cut XLA's compile of the PPO, DQN, PQN, SAC and TD3 programs by 20-45% (two A/B pairs each,
 2026-11-29), with the same run time; see docs/learners_offpolicy.md#rljax-beside-rejax.
 
-The modules that build programs (``rljax.agents``, ``envs``, ``nets``, ``lm``, ``train``,
-``dp``) call ``install()`` when imported. The first call on a machine builds the kernel with
+Importing rljax installs nothing: each entry point (``experiments/*.py``, ``scripts/*.py``, the
+test suite's ``conftest.py``) calls ``prng_kernel.install()`` once, after ``xla_flags.set_flags``
+and before it builds a program; a notebook or script of your own does the same to get the
+faster compile (without it, draws keep jax's lowering: the same numbers). The first call on a
+machine builds the kernel with
 the system C++ compiler (``$CXX``, else ``c++``; about 3 s) into ``$RLJAX_CACHE_DIR`` (default
 ``~/.cache/rljax``), keyed on the source, the jaxlib version, the compiler and the machine;
 later processes load it. Without a compiler, or if the build fails, jax's own lowering stays

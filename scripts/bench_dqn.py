@@ -120,7 +120,7 @@ def bench(num_seeds: int, total_timesteps: int, head: str) -> dict:
 
 def child(args) -> None:
     """Runs one (seeds, layout) measurement in this process and prints one line."""
-    from rljax import xla_flags
+    from rljax import prng_kernel, xla_flags
 
     seeds = int(args.seeds)
     if args.layout == "auto":
@@ -130,6 +130,7 @@ def child(args) -> None:
     else:
         xla_flags.set_flags()
         layout = "1 CPU device, default threads"
+    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
     r = bench(seeds, args.total_timesteps, args.head)
     print(json.dumps({**r, "layout": f"{args.layout} [{layout}]"}), flush=True)
 

@@ -25,9 +25,10 @@ bfloat16 is emulated bfloat16) and no recomputation (TRL's default is gradient c
 with the same number of CPU threads; both sides' settings are printed before the ratio.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import os  # noqa: E402
@@ -38,13 +39,14 @@ import numpy as np  # noqa: E402
 
 from rljax import machine  # noqa: E402
 from rljax.agents import grpo  # noqa: E402
-from rljax.lm import device_reward, groups, objective, presets, tokenizer  # noqa: E402
-from rljax.lm.data import completion_length, prompt_length  # noqa: E402
-from rljax.lm.logprobs import completion_log_probs  # noqa: E402
-from rljax.lm.model import TransformerConfig, init_params, num_params  # noqa: E402
-from rljax.lm.rollout import sample_jit  # noqa: E402
-from rljax.lm.tasks import TASKS, make_split  # noqa: E402
+from rljax.agents.grpo import groups, objective, presets  # noqa: E402
+from rljax.lm.model import tokenizer  # noqa: E402
+from rljax.lm.model.decoder import TransformerConfig, init_params, num_params  # noqa: E402
+from rljax.lm.model.logprobs import completion_log_probs  # noqa: E402
+from rljax.lm.tasks import TASKS, device_reward, make_split  # noqa: E402
 from rljax.lm.tasks.base import safe_verify  # noqa: E402
+from rljax.lm.tasks.batches import completion_length, prompt_length  # noqa: E402
+from rljax.lm.tasks.rollout import sample_jit  # noqa: E402
 
 SIZES = {
     "1m": dict(d_model=160, n_layers=3, n_heads=4, d_ff=640),
@@ -364,7 +366,8 @@ def bench_reference(name: str, repeats: int, threads: int, ours: dict) -> dict |
 
 def _hf_model(name: str, ours: dict):
     """The transformers model to compare with (torch, CPU, float32): for a family with a Hugging
-    Face layout, rljax's own weights written by `rljax.lm.hf.checkpoint.save` and loaded back by
+    Face layout, rljax's own weights written by `rljax.lm.model.hf.checkpoint.save` and loaded back
+    by
     transformers; for the tiny family a GPT-NeoX causal LM of the same shape (RoPE, pre-norm,
     GELU MLP, sequential residual), randomly initialized."""
     import tempfile
@@ -373,7 +376,7 @@ def _hf_model(name: str, ours: dict):
 
     cfg = ours["model_cfg"]
     if cfg.family != "tiny":
-        from rljax.lm.hf import checkpoint
+        from rljax.lm.model.hf import checkpoint
 
         with tempfile.TemporaryDirectory() as folder:
             checkpoint.save(folder, ours["params_tree"], cfg)

@@ -17,8 +17,9 @@ gradient of a completion's log-probabilities, then the Adam update) for 1 and 2 
 device. The increment is one extra learner's bytes; the remainder of 80 GB beside the base and
 the fixed cost, divided by it, is how many learners fit on one device. `remat` checkpoints every
 block and `logits_chunk` computes the completion's head and log-softmax that many tokens at a
-time (rljax.lm.model.TransformerConfig); `learner_map="sequential"` runs each device's learners
-one after another (rljax.parallel.population.map_learners) instead of vmapped;
+time (rljax.lm.model.decoder.TransformerConfig); `learner_map="sequential"` runs each device's
+learners
+one after another (rljax.parallel.learner_axis.map_learners) instead of vmapped;
 `print_memory_table` sets such runs side by side.
 """
 
@@ -33,10 +34,10 @@ import numpy as np
 import optax
 
 from rljax.agents import grpo
-from rljax.lm import lora
-from rljax.lm.logprobs import completion_log_probs
-from rljax.lm.model import TransformerConfig, init_params
-from rljax.parallel import population
+from rljax.lm.model import lora
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.model.logprobs import completion_log_probs
+from rljax.parallel import learner_axis
 
 # Qwen2.5-1.5B (config.json of Qwen/Qwen2.5-1.5B): 1.54B parameters, tied embeddings.
 QWEN25_15B = dict(
@@ -152,16 +153,18 @@ def speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
 def map_speed(make_learner, k: int, rank: int, steps: int, repeats: int) -> dict:
     """Seconds per learner-step of one population of k LoRA learners (default learner) under
     each `learner_map`: vmapped (the base's products over the stacked learners) and sequential
-    (one learner at a time; rljax.parallel.population.map_learners), after a warm-up call."""
+    (one learner at a time; rljax.parallel.learner_axis.map_learners), after a warm-up call."""
     full_cfg, data, hp = make_learner()
     cfg = grpo.Config(**{**full_cfg.__dict__, "lora": lora.LoraConfig(rank=rank)})
     hp = hp._replace(learning_rate=jnp.float32(1e-3))
     one = lambda state, d: grpo.train_chunk(cfg, d, state, steps)  # noqa: E731
     out = {"learners": k, "rank": rank, "steps": steps}
-    for mode in population.LEARNER_MAPS:
+    for mode in learner_axis.LEARNER_MAPS:
         # As the LM trainer maps its learners: a population of one stays vmapped over one
         # (rljax.train.lm_experiment.spec sets unbatch_one=False).
-        fn = jax.jit(functools.partial(population.map_learners, one, mode=mode, unbatch_one=False))
+        fn = jax.jit(
+            functools.partial(learner_axis.map_learners, one, mode=mode, unbatch_one=False)
+        )
         states = _population(cfg, data, hp, k)
         t0 = time.perf_counter()
         jax.block_until_ready(fn(states, data))
@@ -231,10 +234,10 @@ def _micro_step(model, lcfg, rows, seq):
 
 
 def _mapped(step, learner_map, devices, base, adapters, opt_state, tokens):
-    """`step` over the population (`rljax.parallel.population.map_learners`, devices blocks)."""
+    """`step` over the population (`rljax.parallel.learner_axis.map_learners`, devices blocks)."""
     one = lambda learner, base: ((*step(base, *learner), learner[2]), ())  # noqa: E731
     learners = (adapters, opt_state, tokens)
-    out, _ = population.map_learners(
+    out, _ = learner_axis.map_learners(
         one, learners, base, groups=devices, mode=learner_map, unbatch_one=False
     )  # as the LM trainer maps its learners (a population of one stays vmapped)
     return out[:2]

@@ -15,8 +15,8 @@ import sys
 import time
 
 from rljax import cli, machine
-from rljax.lm import math_answers
-from rljax.lm.math_checker import Checker
+from rljax.lm.tasks import math_answers
+from rljax.lm.tasks.math_checker import Checker
 
 _MATH = [
     ("\\frac{{{a}}}{{{b}}}", "{a}/{b}"),

@@ -79,12 +79,13 @@ print(json.dumps({"compile_s": compile_s, "run_s": run_s, "final": final.tolist(
 
 def child_ppo(seeds: int, steps: int) -> dict:
     """Compiles and runs the classic setup for ``seeds`` agents in this (fresh) process."""
-    from rljax import xla_flags
+    from rljax import prng_kernel, xla_flags
 
     devices, threads = xla_flags.cpu_layout(seeds)
     xla_flags.set_flags(
         num_cpu_devices=devices if devices > 1 else None, cpu_threads=threads, fast_compile=True
     )
+    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
     import jax
     import numpy as np
@@ -212,9 +213,10 @@ def seeds_table(args) -> None:
 
 
 def env_table(args) -> None:
-    from rljax import xla_flags
+    from rljax import prng_kernel, xla_flags
 
     xla_flags.set_flags()
+    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
     import jax
 
     from rljax import envs

@@ -9,7 +9,7 @@ environment for the same env steps with rejax's own hyperparameters (its
 ``configs/gymnax/<env>.yaml``), each as one jitted program of init and the whole run (vmapped
 over the seeds; at one seed rejax runs both vmapped and as its plain ``jit(algo.train)(key)``,
 its best kept, and rljax as its trainer runs a population of one, unbatched:
-``rljax.parallel.population.map_learners``), each in a fresh process, alternating rejax and
+``rljax.parallel.learner_axis.map_learners``), each in a fresh process, alternating rejax and
 rljax ``--repeats`` times; the table gives each side's best compile, run and total and the
 ratios rejax / rljax (> 1: rljax is faster).
 
@@ -324,7 +324,7 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     import train as train_entry
 
     from rljax import cli, envs
-    from rljax.parallel import population as learner_maps
+    from rljax.parallel import learner_axis
     from rljax.train import experiment, population
 
     path, arg = ALGOS[algo]["rljax"][0].split(":")
@@ -351,7 +351,7 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
         return module.train_chunk(agent_config, env, state, updates)[1]
 
     # Mapped over the seeds as the trainer maps its learners (one seed: unbatched).
-    population = lambda k, h: learner_maps.map_learners(train, (k, h))  # noqa: E731
+    population = lambda k, h: learner_axis.map_learners(train, (k, h))  # noqa: E731
     mesh = jax.make_mesh((devices,), ("seeds",), axis_types=(jax.sharding.AxisType.Auto,))
     seeds_axis = NamedSharding(mesh, PartitionSpec("seeds"))
     keys, hparams = jax.device_put((keys, hparams), seeds_axis)

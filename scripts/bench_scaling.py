@@ -19,13 +19,14 @@ scaling.png to --out. About 2-4 minutes on a 2-core CPU.
 import argparse
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 try:
     _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=8)
 except ValueError as _e:
     cli.fail(_e)
 xla_flags.set_flags(num_cpu_devices=_CPU_DEVICES)  # only affects the CPU platform
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import json  # noqa: E402
 import os  # noqa: E402
@@ -39,8 +40,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from rljax import envs, machine  # noqa: E402
 from rljax.agents import ppo  # noqa: E402
+from rljax.parallel import learner_axis  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
-from rljax.parallel import population  # noqa: E402
 from rljax.train import experiment  # noqa: E402
 
 HPARAMS = (
@@ -76,7 +77,7 @@ def measure(num_devices: int, num_agents: int, args) -> dict:
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((num_devices,), ("seeds",)),
                               jax.devices()[:num_devices])  # fmt: skip
     states, shardings = experiment.init_on_mesh(
-        ppo, config, env, run, points, mesh, population.SEEDS
+        ppo, config, env, run, points, mesh, learner_axis.SEEDS
     )
     fn = experiment.make_chunk_fn(ppo, config, env, args.chunk_updates, shardings)
     t0 = time.perf_counter()

@@ -14,7 +14,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from rljax import envs
+from rljax import envs, prng_kernel
 from rljax.envs import brax_env
 
 
@@ -52,6 +52,7 @@ def measure(name: str, num_envs: int, steps: int) -> dict:
 
 
 def main():
+    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="inverted_pendulum")
     parser.add_argument("--backends", default=",".join(brax_env.BACKENDS))

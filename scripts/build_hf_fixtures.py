@@ -25,7 +25,7 @@ import torch
 import transformers
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from rljax.lm.hf.tokenizer import train_bpe  # noqa: E402
+from rljax.lm.model.hf.tokenizer import train_bpe  # noqa: E402
 
 SEED = 0
 VOCAB = 256

@@ -27,9 +27,10 @@ micro-batch schedule) separates what the shapes change from what vmapping adds.
 Writes results.md and results.json into --workdir and exits 1 if any preset fails.
 """
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 xla_flags.set_flags()
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import importlib.util  # noqa: E402
@@ -42,8 +43,8 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import machine  # noqa: E402
+from rljax.agents.grpo import presets  # noqa: E402
 from rljax.io.metrics import MetricsWriter  # noqa: E402
-from rljax.lm import presets  # noqa: E402
 from rljax.train import lm_experiment, loop, population  # noqa: E402
 
 KEYS = ("reward/mean", "correct/mean", "loss/total", "grad_norm", "entropy")

@@ -10,7 +10,8 @@ tokenizer's ids and its tokenizer files are copied into the folder, which then s
 `--config.model.path` and `--config.model.tokenizer`.
 
 Trains the base (or reads it from --config.base_cache_dir) exactly as experiments/train_lm.py
-does, then writes it with `rljax.lm.hf.checkpoint.save`; transformers' `from_pretrained` loads the
+does, then writes it with `rljax.lm.model.hf.checkpoint.save`; transformers' `from_pretrained`
+loads the
 folder, and `--config.model.path` reloads it in place of the SFT base. The families llama, qwen2
 and qwen3 export; the tiny family (fused qkv, GELU MLP) has no Hugging Face layout.
 """
@@ -28,8 +29,9 @@ train_lm = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(train_lm)
 
 from rljax import cli  # noqa: E402
-from rljax.lm import pretrained, sft  # noqa: E402
-from rljax.lm.hf import checkpoint  # noqa: E402
+from rljax.agents import sft  # noqa: E402
+from rljax.lm.model import pretrained  # noqa: E402
+from rljax.lm.model.hf import checkpoint  # noqa: E402
 from rljax.train import lm_base, lm_experiment  # noqa: E402
 from rljax.train.lm_experiment import TASKS, completion_length, prompt_length  # noqa: E402
 

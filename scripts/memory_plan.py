@@ -18,20 +18,21 @@ from `compiled.memory_analysis()` against `--device_gb`. No weights are allocate
 7-8B step takes minutes (the model's layers are unrolled). Rows are appended to
 `<out>/plan.jsonl` as they finish; `<out>/plan.md` is the table (docs/scaling.md).
 Models are each checkpoint's own decoder (its config.json fields through
-rljax.lm.hf.config.from_hf; rljax.parallel.memory_plan), float32 parameters and moments,
+rljax.lm.model.hf.config.from_hf; rljax.train.memory_plan), float32 parameters and moments,
 activations in `--dtype`, `--remat` checkpointing every block.
 """
 
 import argparse
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 try:
     _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=8)
 except ValueError as _e:
     cli.fail(_e)
 xla_flags.set_flags(num_cpu_devices=_CPU_DEVICES)
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import datetime  # noqa: E402
 import importlib.util  # noqa: E402
@@ -40,9 +41,9 @@ import os  # noqa: E402
 import time  # noqa: E402
 
 from rljax import machine  # noqa: E402
-from rljax.parallel import memory_plan as mp  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.parallel import steps  # noqa: E402
+from rljax.train import memory_plan as mp  # noqa: E402
 
 RULES = {"fsdp": steps.LM_FSDP, "fsdp_tensor": steps.LM_FSDP_TENSOR}
 PROGRAMS = ("step", "sampler", "population")

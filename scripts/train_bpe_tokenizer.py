@@ -5,7 +5,8 @@
 
 The corpus is the task's training problems (prompt and answer); the folder holds tokenizer.json
 and tokenizer_config.json (special tokens and a ChatML chat template) that both
-`rljax.lm.hf.tokenizer.HFTokenizer.from_dir` and transformers' `AutoTokenizer` read. Prints the
+`rljax.lm.model.hf.tokenizer.HFTokenizer.from_dir` and transformers' `AutoTokenizer` read. Prints
+the
 tokens per prompt and per answer against the character tokenizer's.
 """
 
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
-from rljax.lm.hf.tokenizer import HFTokenizer, train_bpe  # noqa: E402
+from rljax.lm.model.hf.tokenizer import HFTokenizer, train_bpe  # noqa: E402
 from rljax.lm.tasks import builders  # noqa: E402
 from rljax.train.lm_experiment import TASKS  # noqa: E402
 

@@ -20,13 +20,14 @@ it has (e.g. those the launcher set). Bad flags stop in one line before anything
 
 import sys
 
-from rljax import cli, xla_flags
+from rljax import cli, prng_kernel, xla_flags
 
 try:  # the device count must be fixed before jax is imported
     _CPU_DEVICES = xla_flags.cpu_devices_arg(sys.argv[1:], default=None)
 except ValueError as _e:
     cli.fail(_e)
 xla_flags.set_flags(num_cpu_devices=_CPU_DEVICES)  # None keeps a count the launcher set
+prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 from rljax.parallel import distributed  # noqa: E402  (imports nothing that touches a device)
 
@@ -43,8 +44,8 @@ import numpy as np  # noqa: E402
 
 from rljax import envs  # noqa: E402
 from rljax.agents import ppo  # noqa: E402
+from rljax.parallel import learner_axis  # noqa: E402
 from rljax.parallel import mesh as mesh_lib  # noqa: E402
-from rljax.parallel import population  # noqa: E402
 from rljax.train import experiment  # noqa: E402
 
 HPARAMS = (
@@ -56,7 +57,7 @@ HPARAMS = (
     ("gae_lambda", 0.95),
 )
 # --rules name -> the population sharding rules it uses.
-RULES = {"seeds": population.SEEDS, "seeds_and_envs": population.SEEDS_AND_ENVS}
+RULES = {"seeds": learner_axis.SEEDS, "seeds_and_envs": learner_axis.SEEDS_AND_ENVS}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -149,7 +150,7 @@ def main(argv=None) -> None:
     points = experiment.validate_run(run, ppo, config)
     env = envs.make(run.env_name)
     shapes = experiment.init_population(ppo, config, env, run, points, abstract=True)
-    state_shardings, metrics_sharding = population.shardings(mesh, shapes, RULES[args.rules])
+    state_shardings, metrics_sharding = learner_axis.shardings(mesh, shapes, RULES[args.rules])
 
     # This process creates only its own agents, then they become one global population.
     rows = {

@@ -81,6 +81,9 @@ def pytest_configure(config):
     level = f"--xla_backend_optimization_level={1 if slow_tier else 0}"
     if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
         os.environ["XLA_FLAGS"] += " " + level
+    from rljax import prng_kernel  # noqa: PLC0415 (imports jax: after the flags above)
+
+    prng_kernel.install()  # as every entry point does: tests draw through the same kernel
 
 
 def pytest_collection_modifyitems(config, items):

@@ -16,9 +16,9 @@ import pytest
 
 from rljax import cli
 from rljax.agents import dqn, ppo
+from rljax.agents.grpo import presets
 from rljax.io import fingerprint, workdir_lock
 from rljax.io.metrics import MetricsWriter
-from rljax.lm import presets
 from rljax.train import experiment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -172,17 +172,19 @@ def test_a_file_size_limit_is_one_error_line():
 
 def test_a_population_too_large_for_memory_is_refused_before_building(tmp_path):
     from rljax import envs
-    from rljax.parallel import population as memory
+    from rljax.parallel import learner_axis
 
     env = envs.make("CartPole-v1")
     config = dqn.Config()
-    per_agent = memory.agent_state_bytes(dqn, config, env)
+    per_agent = learner_axis.agent_state_bytes(dqn, config, env)
     assert per_agent > 10_000 * 4 * 4  # the replay buffer alone: 10k rows of two 4-float obs
     with pytest.raises(cli.ConfigError, match=r"num_seeds=100000000 is too large") as info:
-        memory.check_population(dqn, config, env, num_seeds=100_000_000, grid_points=1)
+        learner_axis.check_population(dqn, config, env, num_seeds=100_000_000, grid_points=1)
     assert "allowed: num_seeds <= " in str(info.value) and "\n" not in str(info.value)
-    small = memory.check_population(dqn, config, env, num_seeds=4, grid_points=1, available=2**40)
-    assert small == memory.CHUNK_COPIES * 4 * per_agent
+    small = learner_axis.check_population(
+        dqn, config, env, num_seeds=4, grid_points=1, available=2**40
+    )
+    assert small == learner_axis.CHUNK_COPIES * 4 * per_agent
 
 
 # ---- comma-separated integer flags -----------------------------------------------------------

@@ -135,14 +135,14 @@ def test_good_input_parses(train, tmp_path):
 def test_config_sets_the_mesh_and_the_sharding_rules(train, tmp_path):
     """The mesh block of a config file: shape and axes over the process's devices, rules by
     name; a bad name or shape stops in one line."""
-    from rljax.parallel import population
+    from rljax.parallel import learner_axis
 
     argv = ["train.py", PPO, f"--workdir={tmp_path}/r", "--config.mesh.rules=seeds_and_envs"]
     _, _, run = train.parse(
         [*argv, "--config.mesh.shape=(-1,1)", "--config.mesh.axes=('seeds','data')"]
     )
     assert run.mesh.shape == (-1, 1) and run.mesh.axes == ("seeds", "data")
-    assert run.sharding_rules == population.SEEDS_AND_ENVS
+    assert run.sharding_rules == learner_axis.SEEDS_AND_ENVS
     assert "mesh.rules='nope' is unknown; valid: seeds, seeds_and_envs" in _parse_error(
         train.parse, [PPO, "--config.mesh.rules=nope"]
     )

@@ -9,7 +9,7 @@ import pytest
 
 from rljax import dp, offline_data, returns
 from rljax.dp import functionals
-from rljax.lm import sampling
+from rljax.lm.model import sampling
 from rljax.losses import distributional
 
 ATOMS = jnp.array([0.0, 1.0])

@@ -109,6 +109,8 @@ def test_td3_updates_agree_with_the_kernel_at_the_test_tier_level():
 TRAINER_SETTINGS = """
 from rljax import xla_flags
 xla_flags.set_flags(cpu_threads=1, fast_compile=True)
+from rljax import prng_kernel
+prng_kernel.install()
 import sys, jax, numpy as np
 sys.path.insert(0, "tests")
 from test_prng_kernel import td3_run
@@ -152,8 +154,8 @@ def test_jax_export_keeps_jax_lowering():
 def _status_in_a_fresh_process(**env) -> subprocess.CompletedProcess:
     code = (
         "import warnings, jax; warnings.simplefilter('always')\n"
-        "import rljax.nets\n"
         "from rljax import prng_kernel\n"
+        "prng_kernel.install()\n"
         "hlo = jax.jit(lambda k: jax.random.normal(k, (3,))).lower(jax.random.PRNGKey(0))\n"
         "print(prng_kernel.status(), '|', prng_kernel.TARGET in hlo.as_text())\n"
     )

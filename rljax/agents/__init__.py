@@ -24,7 +24,7 @@ Every learner module (`ppo`, `ppo_rnn`, `dqn`, `pqn`, `sqirl`, `sac`, `td3`, `mp
   policy (argmax, the Gaussian mean, greedy decoding). `obs` is what the learner acts on: raw
   observations `[B, ...]` for the control learners; the prompt batch `(prompt_tokens [R, P],
   prompt_mask [R, P])` for the RLVR learners (`grpo`, `stale_grpo`), whose action is the
-  `rljax.lm.sampling` completion; the bandit history `(actions [B, T], rewards [B, T], t)` for
+  `rljax.lm.model.sampling` completion; the bandit history `(actions [B, T], rewards [B, T], t)` for
   `dpt`. A recurrent learner (`ppo_rnn`) carries its core state in and out: `obs` is its
   `Input(obs, h, first)` and the action `(action, h')`. The training-time forms that return
   more (log-probabilities, values, Q) are private to each module.
@@ -53,10 +53,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import jax
-
-from rljax import prng_kernel
-
-prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
 
 
 class Learner(Protocol):

@@ -38,9 +38,9 @@ import optax
 
 from rljax import checks
 from rljax.agents import grpo, learner
-from rljax.lm import presets
-from rljax.lm.logprobs import completion_token_stats
-from rljax.lm.model import DTYPES
+from rljax.agents.grpo import presets
+from rljax.lm.model.decoder import DTYPES
+from rljax.lm.model.logprobs import completion_token_stats
 
 CORRECTIONS = ("none", "tis", "mis", "cispo")
 TaskData = grpo.TaskData
@@ -59,7 +59,7 @@ class Config:
 
 
 class Hparams(NamedTuple):
-    grpo: grpo.Hparams  # the learner's own values (`rljax.lm.presets`)
+    grpo: grpo.Hparams  # the learner's own values (`rljax.agents.grpo.presets`)
     lag: jax.Array  # int32 k in [0, L]
     correction: jax.Array  # int32 code in CORRECTIONS
     is_cap: jax.Array  # C of TIS and MIS
@@ -139,7 +139,7 @@ def evaluate(config: Config, data: TaskData, state: State, key: jax.Array) -> di
 def correct(hp: Hparams, batch, mu_logp: jax.Array):
     """The batch with the chosen correction applied, and the mismatch's metrics.
 
-    `batch`: `rljax.lm.groups.Batch` whose `old_logp` is π_prox; `mu_logp [N, A]`: log μ.
+    `batch`: `rljax.agents.grpo.groups.Batch` whose `old_logp` is π_prox; `mu_logp [N, A]`: log μ.
     """
     log_rho = jnp.clip(batch.old_logp - mu_logp, -20.0, 20.0)  # log π_prox/μ
     rho = jnp.exp(log_rho)

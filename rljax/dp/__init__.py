@@ -4,7 +4,6 @@ Everything is a pure function of a `TabularMDP` pytree, jittable and vmappable o
 shape. See docs/dp.md for the maths, the conventions and the CVaR results.
 """
 
-from rljax import prng_kernel
 from rljax.dp.classic import (
     Solution,
     bellman_q,
@@ -66,8 +65,6 @@ from rljax.dp.stock import (
     stock_grid,
     stock_value_iteration,
 )
-
-prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
 
 __all__ = [
     "CLIFF_ACTIONS",

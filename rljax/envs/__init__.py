@@ -1,6 +1,5 @@
 """Environments: the gymnax adapter and the shared rollout."""
 
-from rljax import prng_kernel
 from rljax.envs.gymnax_env import (
     BRAX,
     CLASSIC_CONTROL,
@@ -27,8 +26,6 @@ from rljax.envs.rollouts import (
     rollout,
     rollout_init,
 )
-
-prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
 
 __all__ = [
     "BRAX",

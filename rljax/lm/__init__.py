@@ -1,5 +1,11 @@
-"""rljax.lm."""
+"""rljax.lm: a library of language-model parts, with no run driver.
 
-from rljax import prng_kernel
+  model   the decoder stack: the transformer (`decoder`), KV-cache sampling, log-probs, LoRA,
+          Hugging Face checkpoints and tokenizers (`hf`), the character tokenizer, and the
+          `--config.model.*` loader (`pretrained`)
+  tasks   verifiable tasks: the toy generators and verifiers, math files and answer checking,
+          problems as token batches and device tables, rewards, pass@k
 
-prng_kernel.install()  # random draws through the compiled Threefry kernel on CPU
+The learners that train on them are in `rljax.agents` (`grpo`, `stale_grpo`, `sft`); the runs
+(toy and math front ends, the SFT base, reports, memory plans, meshes) in `rljax.train`.
+"""

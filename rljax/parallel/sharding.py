@@ -18,7 +18,7 @@ replicate the rest), and so is an explicit split that does not divide the dimens
 Rules are plain tuples of strings, so configs can set them: the control configs'
 ``mesh`` block (``configs/ppo.py``, ``dqn.py``, ``sqirl.py``) sets the mesh's shape and axes and
 names the population's rule set (``experiments/train.py`` ``SHARDING_RULES``, the sets of
-``rljax.parallel.population``), per run, from the command line too
+``rljax.parallel.learner_axis``), per run, from the command line too
 (``--config.mesh.shape=4,2 --config.mesh.axes=seeds,data --config.mesh.rules=seeds_and_envs``).
 """
 

@@ -7,7 +7,8 @@ state is donated, and the scalar metrics come back replicated so every process c
 XLA (GSPMD) inserts the all-gathers of FSDP weights and the reductions of gradients; the step's
 code does not change between one CPU and a pod slice.
 
-The rules for the rljax transformer (``rljax.lm.model``) are here too; a config may replace them.
+The rules for the rljax transformer (``rljax.lm.model.decoder``) are here too; a config may replace
+them.
 """
 
 from collections.abc import Callable
@@ -30,7 +31,8 @@ LM_FSDP: sharding.Rules = (
 
 # FSDP plus Megatron-style tensor parallelism (Shoeybi et al. 2019): attention split by heads,
 # the MLP by its hidden units, each matrix's other dimension over ``fsdp``. Shapes of
-# rljax.lm.model: the tiny family's qkv [D, 3, H, Dh] and mlp_in [D, F] / mlp_out [F, D]; the
+# rljax.lm.model.decoder: the tiny family's qkv [D, 3, H, Dh] and mlp_in [D, F] / mlp_out [F, D];
+# the
 # Llama / Qwen families' q [D, H, Dh], k and v [D, Hkv, Dh] (+ biases [H, Dh] for Qwen2), gate
 # and up [D, F], down [F, D]; out [H, Dh, D], embedding [V, D], head [D, V] for all. Needs H,
 # Hkv and F divisible by the ``tensor`` size. Norm scales (Qwen3's per-head q/k norms included)

@@ -13,9 +13,8 @@ import jax
 
 from rljax import agents, checks, envs
 from rljax.io import fingerprint, workdir_lock
+from rljax.parallel import learner_axis, sharding
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population as population_rules
-from rljax.parallel import sharding
 from rljax.train import loop, population, sweep
 
 
@@ -35,7 +34,7 @@ class RunConfig:
     hparams: tuple[tuple[str, float], ...] = ()  # default value of every swept-able field
     sweep: tuple[tuple[str, str], ...] = ()  # field -> "v1,v2,..." ("" = not swept)
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: default device, no sharding)
-    sharding_rules: sharding.Rules = population_rules.SEEDS  # agent-state rules when mesh is set
+    sharding_rules: sharding.Rules = learner_axis.SEEDS  # agent-state rules when mesh is set
 
 
 # The only fields of a run that may change when it resumes (the budget, how often it checkpoints,
@@ -149,7 +148,7 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     if start and start % updates:
         updates = loop.chunk_size(math.gcd(total, start), updates)
     env = envs.make(run_config.env_name)
-    population_rules.check_population(  # a population that cannot fit is refused before compiling
+    learner_axis.check_population(  # a population that cannot fit is refused before compiling
         agent, agent_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
     )
     try:

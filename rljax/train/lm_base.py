@@ -3,7 +3,7 @@ that determines it.
 
 A second run with the same model, SFT and task configuration restores the checkpoint instead of
 training again, so RL ablations all start from one identical base. Training runs in
-`rljax.train.loop` like every other learner: chunks of `rljax.lm.sft.train_chunk` fed by the
+`rljax.train.loop` like every other learner: chunks of `rljax.agents.sft.train_chunk` fed by the
 host pipeline `sft.TraceFeed`, with its progress bar, metrics files and NaN stop, and periodic
 checkpoints in `<cache>/<task>-<key>-sft/` from which a killed SFT resumes to the same base.
 """
@@ -20,11 +20,12 @@ import tempfile
 
 import jax
 
+from rljax.agents import sft
 from rljax.io.checkpoints import Checkpointer
 from rljax.io.metrics import MetricsWriter
-from rljax.lm import sft, tokenizer
-from rljax.lm.model import TransformerConfig, init_params
-from rljax.lm.model import fingerprint as model_fingerprint
+from rljax.lm.model import tokenizer
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.model.decoder import fingerprint as model_fingerprint
 from rljax.lm.tasks import Problem, Task
 from rljax.lm.tasks.builders import NUM_TRAIN_PER_LEVEL, SEED, _TaskBuilder
 from rljax.train import loop

@@ -21,16 +21,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax import checks
-from rljax.agents import grpo, learner
+from rljax.agents import grpo, learner, sft
+from rljax.agents.grpo import presets
 from rljax.io import base_reference, fingerprint, workdir_lock
-from rljax.lm import device_reward, lora, presets, pretrained, report, selection, sft
-from rljax.lm.data import completion_length, prompt_length, spread
-from rljax.lm.model import TransformerConfig, num_params
-from rljax.lm.tasks import TASKS
+from rljax.lm.model import lora, pretrained
+from rljax.lm.model.decoder import TransformerConfig, num_params
+from rljax.lm.tasks import TASKS, device_reward, selection
+from rljax.lm.tasks.batches import completion_length, prompt_length, spread
 from rljax.lm.tasks.builders import level_splits
+from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population as learner_maps
-from rljax.train import lm_base, loop, population
+from rljax.train import lm_base, lm_report, loop, population
 from rljax.train import sweep as sweep_lib
 
 SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
@@ -205,7 +206,7 @@ def validate(run: LMRunConfig) -> list[dict]:
         raise ValueError(f"min_level={run.min_level!r} is invalid; allowed: 1..{top} (max_level)")
     for name, low in INT_FIELDS.items():
         checks.check_int(name, getattr(run, name), low=low)
-    learner_maps.check_learner_map(run.learner_map)
+    learner_axis.check_learner_map(run.learner_map)
     selection.check(run.least_likely, run.train_problems, run.train_examples)
     if run.steps % run.chunk_steps:
         raise ValueError(
@@ -342,7 +343,7 @@ class Outcome:
     states: object  # final learner states [A, ...] (None: the run had finished already)
     summary: loop.Summary
     text: str = ""  # results.md
-    base: dict | None = None  # the base's held-out evaluation (rljax.lm.evaluation.summarize)
+    base: dict | None = None  # the base's held-out evaluation (rljax.lm.tasks.evaluation.summarize)
     learners: list | None = None  # the same per learner, grid-major
     values: list | None = None  # every grid point's full preset fields
     metrics: dict | None = None  # every training metric per learner, {key: [A, updates run]}
@@ -393,11 +394,11 @@ def train(run_cfg: LMRunConfig) -> Outcome:
     t1 = time.perf_counter()
     key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)  # quick evals: steps >= 1
     tok = pretrained.tokenizer(dict(run_cfg.model))
-    base, learners = report.evaluate_learners(
+    base, learners = lm_report.evaluate_learners(
         run_cfg, agent_cfg, states, data.base_params, test, points, key, tok
     )
     learners_run = len(points) * run_cfg.num_seeds
-    timings = report.timings(summary, base_s, time.perf_counter() - t1, learners_run)
-    text = report.write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
+    timings = lm_report.timings(summary, base_s, time.perf_counter() - t1, learners_run)
+    text = lm_report.write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
     workdir_lock.release(run_cfg.workdir)
     return Outcome(states, summary, text, base, learners, values, result.metrics)

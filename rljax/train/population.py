@@ -25,8 +25,8 @@ import numpy as np
 from rljax import agents
 from rljax.agents import learner as learner_lib
 from rljax.agents.learner import check_grid, grid_hparams  # noqa: F401 (the pipeline's API)
+from rljax.parallel import learner_axis, sharding
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population, sharding
 from rljax.train import loop
 
 
@@ -47,18 +47,18 @@ class Spec:
     # the LM task data with its base model); False: it is part of the compiled program.
     env_as_argument: bool = False
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: the default device)
-    sharding_rules: sharding.Rules = population.SEEDS  # learner-state rules on the mesh
+    sharding_rules: sharding.Rules = learner_axis.SEEDS  # learner-state rules on the mesh
     # Optional hook after every chunk, its results in Result.evaluations: "learner" (its own
     # `evaluate`, all learners on the chunk's one key), or jittable (states[A], key) -> [A, ...].
     evaluate: str | Callable[[Any, jax.Array], Any] | None = None
     keep_metrics: bool = False  # True: every training metric comes back in Result.metrics
-    learner_map: str = "vmap"  # vmap | sequential (rljax.parallel.population.map_learners)
+    learner_map: str = "vmap"  # vmap | sequential (rljax.parallel.learner_axis.map_learners)
     # True: a population of one runs unbatched (faster on XLA:CPU); False: vmapped over one,
     # rounded as each learner of a population sharded one per device (map_learners).
     unbatch_one: bool = True
 
     def __post_init__(self):
-        population.check_learner_map(self.learner_map)
+        learner_axis.check_learner_map(self.learner_map)
 
     @property
     def num_learners(self) -> int:
@@ -117,7 +117,7 @@ def init_on_mesh(spec: Spec, mesh=None):
     """
     if mesh is None:
         return init(spec), None
-    shardings = population.shardings(mesh, init(spec, abstract=True), spec.sharding_rules)
+    shardings = learner_axis.shardings(mesh, init(spec, abstract=True), spec.sharding_rules)
     return init(spec, shardings[0]), shardings
 
 
@@ -132,7 +132,7 @@ def chunk_fn(spec: Spec, updates: int, shardings=None):
     mesh = None if shardings is None else jax.tree.leaves(shardings[0])[0].mesh
     groups = 1 if mesh is None else mesh.shape.get("seeds", 1)  # devices along the learners
     fn = functools.partial(  # one learner at a time per device or all at once (learner_map)
-        population.map_learners, lambda state, *env: one(*env, state), groups=groups,
+        learner_axis.map_learners, lambda state, *env: one(*env, state), groups=groups,
         mode=spec.learner_map, unbatch_one=spec.unbatch_one,
     )  # fmt: skip
     if shardings is None:

@@ -25,10 +25,10 @@ from rljax.agents import (
     stale_grpo,
     td3,
 )
-from rljax.lm import device_reward, presets
-from rljax.lm.data import completion_length, prompt_length
-from rljax.lm.model import TransformerConfig, init_params
-from rljax.lm.tasks import TASKS, arithmetic
+from rljax.agents.grpo import presets
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.tasks import TASKS, arithmetic, device_reward
+from rljax.lm.tasks.batches import completion_length, prompt_length
 from rljax.nets import recurrent as rnn
 from rljax.train import population
 from tests.train.test_population import _bandit

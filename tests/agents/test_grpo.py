@@ -10,9 +10,9 @@ import pytest
 
 from rljax import returns
 from rljax.agents import grpo
-from rljax.lm import groups, objective, presets
-from rljax.lm.logprobs import completion_log_probs, completion_token_stats
-from rljax.lm.model import TransformerConfig, init_params
+from rljax.agents.grpo import groups, objective, presets
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.model.logprobs import completion_log_probs, completion_token_stats
 from rljax.losses import kl, policy_gradient, reduce
 
 MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=16)

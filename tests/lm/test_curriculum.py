@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rljax.agents import grpo
-from rljax.lm import curriculum, device_reward, presets
-from rljax.lm.model import TransformerConfig, init_params
-from rljax.lm.tasks import TASKS, make_split
+from rljax.agents.grpo import curriculum, presets
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.tasks import TASKS, device_reward, make_split
 
 MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=40)
 B, G, STEPS = 4, 4, 2

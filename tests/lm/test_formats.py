@@ -60,7 +60,7 @@ def test_verifier_reads_only_the_final_answer():
 
 
 def test_classifier_keeps_a_corrupted_trace_in_its_format():
-    from rljax.lm.sft import corrupt
+    from rljax.agents.sft import corrupt
 
     rng = np.random.default_rng(2)
     for _ in range(500):

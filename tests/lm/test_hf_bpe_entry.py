@@ -9,11 +9,11 @@ import shutil
 import jax
 import pytest
 
-from rljax.lm.data import completion_length, prompt_length
-from rljax.lm.hf import checkpoint
-from rljax.lm.hf.tokenizer import HFTokenizer
-from rljax.lm.model import TransformerConfig, init_params
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.model.hf import checkpoint
+from rljax.lm.model.hf.tokenizer import HFTokenizer
 from rljax.lm.tasks import TASKS
+from rljax.lm.tasks.batches import completion_length, prompt_length
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LM = "--config=configs/grpo.py:arithmetic,tiny"

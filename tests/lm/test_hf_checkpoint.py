@@ -12,9 +12,9 @@ from jax.sharding import Mesh, PartitionSpec
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
-from rljax.lm import model
-from rljax.lm.hf import checkpoint, mapping
-from rljax.lm.hf import config as hf_config
+from rljax.lm.model import decoder
+from rljax.lm.model.hf import checkpoint, mapping
+from rljax.lm.model.hf import config as hf_config
 from rljax.parallel import steps
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "hf")
@@ -75,7 +75,7 @@ def test_import_then_export_is_bit_identical(family, tmp_path):
 )
 def test_export_then_import_is_bit_identical_with_shards(family, tmp_path):
     cfg = hf_config.read(os.path.join(FIXTURES, family))
-    params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(3))
+    params = jax.jit(decoder.init_params, static_argnums=0)(cfg, jax.random.key(3))
     checkpoint.save(str(tmp_path), params, cfg, max_shard_bytes=16_000)
     with open(tmp_path / checkpoint.INDEX) as f:
         shards = set(json.load(f)["weight_map"].values())
@@ -130,7 +130,11 @@ def _broken(tmp_path, family: str, edit) -> str:
             ValueError,
             r"'model.norm.weight' has shape \[7\], config.json implies \[32\]",
         ),
-        (lambda c, t: t.update({"model.extra.weight": np.ones(2, np.float32)}), KeyError, "extra"),
+        (
+            lambda c, t: t.update({"model.extra.weight": np.ones(2, np.float32)}),
+            KeyError,
+            "extra",
+        ),
         (
             lambda c, t: c.update(architectures=["MistralForCausalLM"]),
             ValueError,
@@ -147,7 +151,7 @@ def test_bad_checkpoints_are_one_line_errors_naming_the_key(tmp_path, edit, erro
 
 
 def test_tiny_family_has_no_hf_layout(tmp_path):
-    cfg = model.TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64)
+    cfg = decoder.TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64)
     with pytest.raises(ValueError, match="family='tiny' has no Hugging Face layout"):
         checkpoint.save(str(tmp_path), {}, cfg)
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from rljax import cli
-from rljax.lm import pretrained
+from rljax.lm.model import pretrained
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LM = "--config=configs/grpo.py:arithmetic,tiny"

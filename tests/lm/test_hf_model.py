@@ -9,12 +9,12 @@ import numpy as np
 import optax
 import pytest
 
-from rljax.lm import lora, model, pretrained, sampling
-from rljax.lm.hf import checkpoint
-from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.model import decoder, lora, pretrained, sampling
+from rljax.lm.model.hf import checkpoint
+from rljax.lm.model.logprobs import completion_log_probs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "hf")
-LLAMA = model.TransformerConfig(
+LLAMA = decoder.TransformerConfig(
     vocab_size=50, d_model=32, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=48, max_len=24,
     family="llama",
 )  # fmt: skip
@@ -28,14 +28,14 @@ def _batch():
 
 
 def _logits(params, cfg, tokens, mask):
-    pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
-    return jax.jit(model.forward, static_argnums=1)(params, cfg, tokens, pos, attn)[0]
+    pos, attn = decoder.positions_from_mask(mask), decoder.causal_mask(mask)
+    return jax.jit(decoder.forward, static_argnums=1)(params, cfg, tokens, pos, attn)[0]
 
 
 def test_grouped_query_attention_equals_repeated_heads():
     """K key/value heads read by H/K query heads each == H heads whose k/v kernels repeat."""
-    params = jax.jit(model.init_params, static_argnums=0)(LLAMA, jax.random.key(0))
-    full_cfg = model.TransformerConfig(**{**LLAMA.__dict__, "n_kv_heads": 4})
+    params = jax.jit(decoder.init_params, static_argnums=0)(LLAMA, jax.random.key(0))
+    full_cfg = decoder.TransformerConfig(**{**LLAMA.__dict__, "n_kv_heads": 4})
     full = jax.tree.map(lambda x: x, params)
     for name in ("k", "v"):  # kernel [E, K, D] -> [E, H, D], head h = kv head h // 2
         full["block_0"][name]["kernel"] = jnp.repeat(params["block_0"][name]["kernel"], 2, 1)
@@ -49,9 +49,9 @@ def test_llama3_rope_scaling_by_band():
     """Llama 3.1's rule: wavelengths below original/high unchanged, above original/low divided
     by the factor, linear in original/wavelength between (a NumPy loop as the reference)."""
     factor, low, high, original = 8.0, 1.0, 4.0, 64.0
-    base = model.rope_frequencies(32, 10_000.0)
+    base = decoder.rope_frequencies(32, 10_000.0)
     scaled = np.asarray(
-        model.rope_frequencies(32, 10_000.0, ("llama3", factor, low, high, original))
+        decoder.rope_frequencies(32, 10_000.0, ("llama3", factor, low, high, original))
     )
     for theta, got in zip(np.asarray(base), scaled, strict=True):
         wavelength = 2 * np.pi / theta
@@ -64,16 +64,16 @@ def test_llama3_rope_scaling_by_band():
             want = (1 - s) * theta / factor + s * theta
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert (scaled == base).any() and (scaled < base).any()  # both bands are present
-    linear = model.rope_frequencies(32, 10_000.0, ("linear", 4.0))
+    linear = decoder.rope_frequencies(32, 10_000.0, ("linear", 4.0))
     np.testing.assert_allclose(linear, base / 4.0, rtol=1e-7)
 
 
 def test_tied_embeddings_have_no_head():
-    tied = model.TransformerConfig(**{**LLAMA.__dict__, "tie_embeddings": True})
-    params = model.init_params(tied, jax.random.key(0))
+    tied = decoder.TransformerConfig(**{**LLAMA.__dict__, "tie_embeddings": True})
+    params = decoder.init_params(tied, jax.random.key(0))
     assert "head" not in params
-    assert model.num_params(params) + 50 * 32 == model.num_params(
-        model.init_params(LLAMA, jax.random.key(0))
+    assert decoder.num_params(params) + 50 * 32 == decoder.num_params(
+        decoder.init_params(LLAMA, jax.random.key(0))
     )
 
 
@@ -85,7 +85,7 @@ def test_kv_cache_sampling_equals_recompute_with_several_stop_tokens(family):
     # Three frequent tokens of this model stop a completion, so rows end early.
     values, counts = np.unique(ref["greedy"], return_counts=True)
     stops = tuple(int(t) for t in values[np.argsort(-counts)][:3])
-    cfg = model.TransformerConfig(**{**cfg.__dict__, "eos_ids": stops, "pad_id": 0})
+    cfg = decoder.TransformerConfig(**{**cfg.__dict__, "eos_ids": stops, "pad_id": 0})
     kw = dict(max_new_tokens=10, temperature=1.0)
     fast = jax.jit(sampling.sample, static_argnums=1, static_argnames=tuple(kw))
     a = fast(params, cfg, ref["tokens"], ref["mask"], jax.random.key(4), **kw)
@@ -102,8 +102,8 @@ def test_kv_cache_sampling_equals_recompute_with_several_stop_tokens(family):
 
 @pytest.mark.slow  # over ~12 s on the 2-core CPU
 def test_bf16_compute_keeps_float32_master_weights_and_moments():
-    bf16 = model.TransformerConfig(**{**LLAMA.__dict__, "dtype": "bfloat16"})
-    params = jax.jit(model.init_params, static_argnums=0)(bf16, jax.random.key(0))
+    bf16 = decoder.TransformerConfig(**{**LLAMA.__dict__, "dtype": "bfloat16"})
+    params = jax.jit(decoder.init_params, static_argnums=0)(bf16, jax.random.key(0))
     tokens, mask = _batch()
     completion = tokens[:, :3], mask[:, -3:]
 
@@ -125,13 +125,13 @@ def test_bf16_compute_keeps_float32_master_weights_and_moments():
 
 def test_config_errors_name_the_field():
     with pytest.raises(ValueError, match=r"family='gpt2'; allowed"):
-        model.TransformerConfig(family="gpt2")
+        decoder.TransformerConfig(family="gpt2")
     with pytest.raises(ValueError, match="n_kv_heads=3 must divide n_heads=4"):
-        model.TransformerConfig(n_kv_heads=3)
+        decoder.TransformerConfig(n_kv_heads=3)
     with pytest.raises(ValueError, match="rope_scaling=\\('yarn'"):
-        model.TransformerConfig(family="llama", rope_scaling=("yarn", 2.0))
+        decoder.TransformerConfig(family="llama", rope_scaling=("yarn", 2.0))
     with pytest.raises(ValueError, match="family='tiny' has one key/value head"):
-        model.TransformerConfig(n_kv_heads=2)
+        decoder.TransformerConfig(n_kv_heads=2)
 
 
 def test_model_path_needs_the_character_tokenizers_ids():
@@ -143,17 +143,17 @@ def test_model_path_needs_the_character_tokenizers_ids():
 
 def test_fingerprint_of_the_default_tiny_model_is_unchanged():
     """SFT bases are cached under a hash of this dict: its keys must not grow for tiny models."""
-    keys = set(model.fingerprint(model.TransformerConfig()))
+    keys = set(decoder.fingerprint(decoder.TransformerConfig()))
     assert keys == {"vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len", "rope_base"}
-    assert "family" in model.fingerprint(LLAMA)
-    assert "remat" in model.fingerprint(dataclasses.replace(LLAMA, remat=True))
+    assert "family" in decoder.fingerprint(LLAMA)
+    assert "remat" in decoder.fingerprint(dataclasses.replace(LLAMA, remat=True))
 
 
 @pytest.mark.slow  # ~17 s on the 2-core CPU
 def test_remat_keeps_parameter_names_outputs_and_gradients():
     """Gradient checkpointing changes what the backward pass stores, not what it computes."""
     cfg, remat = LLAMA, dataclasses.replace(LLAMA, remat=True)
-    init = jax.jit(model.init_params, static_argnums=0)
+    init = jax.jit(decoder.init_params, static_argnums=0)
     params = init(cfg, jax.random.key(0))
     assert jax.tree.structure(jax.eval_shape(init, remat, jax.random.key(0))) == (
         jax.tree.structure(params)
@@ -170,8 +170,8 @@ def test_remat_keeps_parameter_names_outputs_and_gradients():
         return jnp.sum(logp)
 
     def both(cfg):  # logits, full-parameter and LoRA (shared-prompt: KV cache) gradients
-        pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
-        logits = model.forward(params, cfg, tokens, pos, attn)[0]
+        pos, attn = decoder.positions_from_mask(mask), decoder.causal_mask(mask)
+        logits = decoder.forward(params, cfg, tokens, pos, attn)[0]
         grads = jax.grad(loss)(params, cfg, None, 1), jax.grad(loss)(adapters, cfg, lcfg, 2)
         return logits, grads
 
@@ -186,7 +186,7 @@ def test_remat_keeps_parameter_names_outputs_and_gradients():
 @pytest.mark.slow  # two sampling loops compiled: over ~12 s on the 2-core CPU
 def test_remat_samples_the_same_tokens():
     """Decoding (KV cache, no gradient) under remat is the same program's values."""
-    params = jax.jit(model.init_params, static_argnums=0)(LLAMA, jax.random.key(0))
+    params = jax.jit(decoder.init_params, static_argnums=0)(LLAMA, jax.random.key(0))
     tokens, mask = _batch()
     kw = dict(max_new_tokens=4, temperature=1.0)
     run = jax.jit(sampling.sample, static_argnums=1, static_argnames=tuple(kw))
@@ -201,13 +201,13 @@ def test_remat_samples_the_same_tokens():
 def test_head_logits_of_the_final_norm_are_the_logits(tied):
     """`forward(head=False)` then `head_logits` == `forward` (the chunked log-probs' pieces)."""
     cfg = dataclasses.replace(LLAMA, tie_embeddings=tied)
-    params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(0))
+    params = jax.jit(decoder.init_params, static_argnums=0)(cfg, jax.random.key(0))
     tokens, mask = _batch()
-    pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
+    pos, attn = decoder.positions_from_mask(mask), decoder.causal_mask(mask)
 
     def both(params):
-        hidden, _ = model.forward(params, cfg, tokens, pos, attn, head=False)
-        return model.head_logits(params, cfg, hidden), model.forward(
+        hidden, _ = decoder.forward(params, cfg, tokens, pos, attn, head=False)
+        return decoder.head_logits(params, cfg, hidden), decoder.forward(
             params, cfg, tokens, pos, attn
         )[0]
 
@@ -219,7 +219,7 @@ def test_head_logits_of_the_final_norm_are_the_logits(tied):
 def test_remat_reaches_a_pretrained_model_and_its_checkpoint(tmp_path):
     cfg = dataclasses.replace(LLAMA, vocab_size=64)
     model_checkpoint = str(tmp_path / "base")
-    params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(0))
+    params = jax.jit(decoder.init_params, static_argnums=0)(cfg, jax.random.key(0))
     checkpoint.save(model_checkpoint, params, cfg)
     fields = {"path": model_checkpoint, "remat": True, "logits_chunk": 4}
     remat = pretrained.model_config(fields, max_len=cfg.max_len)

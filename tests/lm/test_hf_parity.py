@@ -14,11 +14,11 @@ import jax
 import numpy as np
 import pytest
 
-from rljax.lm import model, sampling
-from rljax.lm.hf import checkpoint
-from rljax.lm.hf import config as hf_config
-from rljax.lm.hf.tokenizer import HFTokenizer
-from rljax.lm.logprobs import completion_log_probs
+from rljax.lm.model import decoder, sampling
+from rljax.lm.model.hf import checkpoint
+from rljax.lm.model.hf import config as hf_config
+from rljax.lm.model.hf.tokenizer import HFTokenizer
+from rljax.lm.model.logprobs import completion_log_probs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "hf")
 FAMILIES = ("llama", "qwen2", "qwen3")
@@ -27,8 +27,8 @@ BF16_ATOL = 0.25  # measured 2026-11-25: 0.073, 0.061, 0.107 on logits of max |4
 
 
 def _forward(params, cfg, tokens, mask):
-    pos, attn = model.positions_from_mask(mask), model.causal_mask(mask)
-    return np.asarray(jax.jit(model.forward, static_argnums=1)(params, cfg, tokens, pos, attn)[0])
+    pos, attn = decoder.positions_from_mask(mask), decoder.causal_mask(mask)
+    return np.asarray(jax.jit(decoder.forward, static_argnums=1)(params, cfg, tokens, pos, attn)[0])
 
 
 def check_model(folder: str, family: str) -> float:
@@ -75,7 +75,7 @@ def test_tokenizer_and_chat_template_equal_transformers():
 def test_bf16_logits_tolerance(family):
     params, cfg = checkpoint.load(os.path.join(FIXTURES, family))
     ref = np.load(os.path.join(FIXTURES, family, "reference.npz"))
-    bf16 = model.TransformerConfig(**{**cfg.__dict__, "dtype": "bfloat16"})
+    bf16 = decoder.TransformerConfig(**{**cfg.__dict__, "dtype": "bfloat16"})
     logits = _forward(params, bf16, ref["tokens"], ref["mask"])
     err = np.abs(logits - ref["logits"])[ref["mask"].astype(bool)]
     assert logits.dtype == np.float32 and 1e-4 < err.max() < BF16_ATOL
@@ -121,13 +121,13 @@ def test_live_rebuild(tmp_path):
 
     for family in FAMILIES:
         cfg = hf_config.read(os.path.join(FIXTURES, family))
-        params = jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.key(7))
+        params = jax.jit(decoder.init_params, static_argnums=0)(cfg, jax.random.key(7))
         folder = str(tmp_path / f"export_{family}")
         checkpoint.save(folder, params, cfg)
         hf = transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager")
         ref = np.load(os.path.join(FIXTURES, family, "reference.npz"))
         tokens, mask = ref["tokens"], ref["mask"]
-        positions = np.asarray(model.positions_from_mask(mask))
+        positions = np.asarray(decoder.positions_from_mask(mask))
         with torch.no_grad():
             want = hf.eval()(
                 input_ids=torch.tensor(tokens, dtype=torch.long),

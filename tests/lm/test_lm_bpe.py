@@ -7,10 +7,11 @@ import os
 import numpy as np
 import pytest
 
-from rljax.lm import data, device_reward, pretrained, sft, tokenizer
-from rljax.lm.hf.tokenizer import HFTokenizer, train_bpe
-from rljax.lm.model import TransformerConfig
-from rljax.lm.tasks import TASKS, Problem, make_split
+from rljax.agents import sft
+from rljax.lm.model import pretrained, tokenizer
+from rljax.lm.model.decoder import TransformerConfig
+from rljax.lm.model.hf.tokenizer import HFTokenizer, train_bpe
+from rljax.lm.tasks import TASKS, Problem, batches, device_reward, make_split
 from rljax.train import lm_base
 
 TASK = TASKS["arithmetic"]
@@ -42,9 +43,9 @@ def bpe(tmp_path_factory):
 def test_char_tokenizer_object_gives_the_modules_ids():
     problems = _problems(4)
     tokens, mask = tokenizer.encode_prompts([p.prompt for p in problems], 40)
-    batch = data.encode_problems(TASK, problems)
-    np.testing.assert_array_equal(batch.prompt_tokens, data.encode_prompts(TASK, problems)[0])
-    assert batch.prompt_tokens.shape == (len(problems), data.prompt_length(TASK))
+    batch = batches.encode_problems(TASK, problems)
+    np.testing.assert_array_equal(batch.prompt_tokens, batches.encode_prompts(TASK, problems)[0])
+    assert batch.prompt_tokens.shape == (len(problems), batches.prompt_length(TASK))
     np.testing.assert_array_equal(
         tokenizer.CHAR.encode_prompts([p.prompt for p in problems], 40)[0], tokens
     )
@@ -76,9 +77,9 @@ def test_bpe_changes_the_cache_key(bpe):
 def test_bpe_encodes_prompts_and_targets_that_decode_back(bpe):
     _, tok = bpe
     problems = _problems(12, seed=1)  # not the tokenizer's corpus
-    batch = data.encode_problems(TASK, problems, tok)
-    assert batch.prompt_tokens.shape == (len(problems), data.prompt_length(TASK))
-    assert batch.completion_tokens.shape == (len(problems), data.completion_length(TASK))
+    batch = batches.encode_problems(TASK, problems, tok)
+    assert batch.prompt_tokens.shape == (len(problems), batches.prompt_length(TASK))
+    assert batch.completion_tokens.shape == (len(problems), batches.completion_length(TASK))
     # merges make the answers shorter than their characters
     assert batch.completion_mask.sum() < sum(len(p.answer) + 1 for p in problems)
     for row, problem in enumerate(problems):
@@ -97,7 +98,7 @@ def test_bpe_rewards_on_the_host_agree_with_the_character_rewards(bpe):
     rng = np.random.default_rng(0)
     texts = [p.answer if i % 3 == 0 else sft.corrupt(p.answer, rng) for i, p in enumerate(problems)]
     texts[1] = problems[1].answer.rsplit("=", 1)[-1]  # the bare final value: also correct
-    length = data.completion_length(TASK)
+    length = batches.completion_length(TASK)
     char_tokens, _ = tokenizer.encode_completions(texts, length)
     bpe_tokens, _ = tok.encode_completions(texts, length)
     char_tokens[5, :] = tokenizer.encode("1")[0]  # unfinished: no EOS

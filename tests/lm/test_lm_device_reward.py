@@ -5,11 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.lm import device_reward, tokenizer
-from rljax.lm.data import completion_length, prompt_length
-from rljax.lm.model import TransformerConfig, init_params
-from rljax.lm.sampling import sample
-from rljax.lm.tasks import TASKS, make_split, reward, safe_verify
+from rljax.lm.model import tokenizer
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.model.sampling import sample
+from rljax.lm.tasks import TASKS, device_reward, make_split, reward, safe_verify
+from rljax.lm.tasks.batches import completion_length, prompt_length
 
 EXACT_TASKS = ("arithmetic", "equation", "strings")
 FORMAT_WEIGHT = 0.25

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from rljax.lm.evaluation import pass_at_k, pass_at_k_curve, summarize
+from rljax.lm.tasks.evaluation import pass_at_k, pass_at_k_curve, summarize
 
 
 @pytest.mark.parametrize("n", [1, 4, 7])

@@ -8,9 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.lm import tokenizer
-from rljax.lm.logprobs import completion_log_probs, completion_token_stats
-from rljax.lm.model import (
+from rljax.lm.model import tokenizer
+from rljax.lm.model.decoder import (
     TransformerConfig,
     causal_mask,
     forward,
@@ -18,7 +17,8 @@ from rljax.lm.model import (
     num_params,
     positions_from_mask,
 )
-from rljax.lm.sampling import sample, sample_recompute
+from rljax.lm.model.logprobs import completion_log_probs, completion_token_stats
+from rljax.lm.model.sampling import sample, sample_recompute
 
 CFG = TransformerConfig(d_model=32, n_layers=2, n_heads=2, d_ff=64, max_len=20)
 

@@ -1,10 +1,11 @@
-"""rljax.lm.report: tables that match the evaluation summaries, and the plot files."""
+"""rljax.train.lm_report: tables that match the evaluation summaries, and the plot files."""
 
 import json
 
 import numpy as np
 
-from rljax.lm import evaluation, report
+from rljax.lm.tasks import evaluation
+from rljax.train import lm_report
 
 
 def _results():
@@ -17,7 +18,7 @@ def _results():
 
 def test_tables_carry_every_pass_at_k_and_the_extras(tmp_path):
     results = _results()
-    markdown = report.write_tables(results, {"task": "arithmetic"}, str(tmp_path))
+    markdown = lm_report.write_tables(results, {"task": "arithmetic"}, str(tmp_path))
     lines = markdown.splitlines()
     assert lines[0] == "| model | pass@1 | pass@2 | pass@4 | distinct correct | pass@1 by level |"
     assert lines[1] == "|---|---|---|---|---|---|"
@@ -32,9 +33,9 @@ def test_tables_carry_every_pass_at_k_and_the_extras(tmp_path):
 
 
 def test_plots_are_written(tmp_path):
-    report.plot_pass_at_k(_results(), str(tmp_path / "pass_at_k.png"), "title")
+    lm_report.plot_pass_at_k(_results(), str(tmp_path / "pass_at_k.png"), "title")
     rows = [{"update": u, "reward/mean": 0.1 * u, "entropy": 1.0 / u} for u in (1, 2, 3)]
     rows[-1]["eval/pass@1"] = 0.5
-    report.plot_training(rows, str(tmp_path / "training.png"))
+    lm_report.plot_training(rows, str(tmp_path / "training.png"))
     for name in ("pass_at_k.png", "training.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.lm import device_reward, presets, reward_signal, tokenizer
-from rljax.lm.data import completion_length
-from rljax.lm.tasks import TASKS, make_split, safe_verify
+from rljax.agents.grpo import presets, reward_signal
+from rljax.lm.model import tokenizer
+from rljax.lm.tasks import TASKS, device_reward, make_split, safe_verify
+from rljax.lm.tasks.batches import completion_length
 from rljax.lm.tasks.grammar import parse_int
 
 

@@ -8,9 +8,9 @@ import jax
 import numpy as np
 import pytest
 
+from rljax.agents import sft
 from rljax.io.metrics import MetricsWriter
-from rljax.lm import sft
-from rljax.lm.model import TransformerConfig
+from rljax.lm.model.decoder import TransformerConfig
 from rljax.lm.tasks import TASKS, make_split
 from rljax.train import lm_base
 

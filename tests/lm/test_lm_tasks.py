@@ -5,7 +5,7 @@ import builtins
 import numpy as np
 import pytest
 
-from rljax.lm import tokenizer
+from rljax.lm.model import tokenizer
 from rljax.lm.tasks import TASKS, Problem, reward, safe_verify, train_test_split
 from rljax.lm.tasks.grammar import parse_expression, parse_int
 

@@ -7,8 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.lm import lora
-from rljax.lm.model import TransformerConfig, causal_mask, forward, init_params, positions_from_mask
+from rljax.lm.model import lora
+from rljax.lm.model.decoder import (
+    TransformerConfig,
+    causal_mask,
+    forward,
+    init_params,
+    positions_from_mask,
+)
 
 SHAPES = {
     "tiny": dict(family="tiny"),

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 from math_verify import parse, verify
 
-from rljax.lm import device_reward, math_answers, math_task
-from rljax.lm.math_checker import Checker
-from rljax.lm.math_data import LAYOUTS, parse_row
-from rljax.lm.tasks import Problem
+from rljax.lm.tasks import Problem, device_reward, math_answers, math_task
+from rljax.lm.tasks.math_checker import Checker
+from rljax.lm.tasks.math_data import LAYOUTS, parse_row
 
 
 def gsm8k(answer: str) -> str:

@@ -5,8 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from rljax.lm import math_data, math_task
-from rljax.lm.tasks import Problem
+from rljax.lm.tasks import Problem, math_data, math_task
 
 GSM8K_ROWS = [
     {"question": "Natalia sold 48 clips in April and half as many in May. Total?",

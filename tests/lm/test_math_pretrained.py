@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from test_math_rlvr import write_sample  # the GSM8K-layout sample rows, written the same way
 
-from rljax.lm import math_rlvr, math_task
-from rljax.lm.hf import checkpoint
-from rljax.lm.hf.tokenizer import HFTokenizer, train_bpe
-from rljax.lm.model import TransformerConfig
-from rljax.lm.tasks import Problem
+from rljax.lm.model.decoder import TransformerConfig
+from rljax.lm.model.hf import checkpoint
+from rljax.lm.model.hf.tokenizer import HFTokenizer, train_bpe
+from rljax.lm.tasks import Problem, math_task
+from rljax.train import math_experiment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECIALS = ("<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -84,7 +84,7 @@ def test_validate_names_the_model_tokenizer_and_chat_template_fields(tmp_path, c
     (gpt2 / "model.safetensors").write_text("")
     plain_tok = tmp_path / "plain_tok"
     write_tokenizer(plain_tok, chat_template=None)
-    run = math_rlvr.MathRunConfig("none.jsonl", "none.jsonl", str(tmp_path))
+    run = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", str(tmp_path))
     for change, message in [
         (dict(model=str(empty)), f"model='{empty}' has no config.json; allowed: 'tiny' or"),
         (dict(model=str(no_weights)), "has neither model.safetensors nor model.safetensors.index"),
@@ -100,22 +100,22 @@ def test_validate_names_the_model_tokenizer_and_chat_template_fields(tmp_path, c
             f"tokenizer='{plain_tok}' has no chat template",
         ),
     ]:
-        bad = math_rlvr.MathRunConfig(**{**run.__dict__, **change})
+        bad = math_experiment.MathRunConfig(**{**run.__dict__, **change})
         with pytest.raises(ValueError, match=message):
-            math_rlvr.validate(bad)
+            math_experiment.validate(bad)
     # The tokenizer defaults to the model folder; the tiny model's to bytes.
-    assert math_rlvr.tokenizer_dir(run) == "bytes"
-    good = math_rlvr.MathRunConfig(**{**run.__dict__, "model": checkpoint_dir})
-    assert math_rlvr.tokenizer_dir(good) == checkpoint_dir
-    math_rlvr.validate(dataclasses.replace(good, chat_template="model"))
-    math_rlvr.validate(dataclasses.replace(good, tokenizer=str(plain_tok)))
+    assert math_experiment.tokenizer_dir(run) == "bytes"
+    good = math_experiment.MathRunConfig(**{**run.__dict__, "model": checkpoint_dir})
+    assert math_experiment.tokenizer_dir(good) == checkpoint_dir
+    math_experiment.validate(dataclasses.replace(good, chat_template="model"))
+    math_experiment.validate(dataclasses.replace(good, tokenizer=str(plain_tok)))
 
 
 def test_model_config_takes_the_tokenizers_ids_and_refuses_a_larger_vocabulary(checkpoint_dir):
-    run = math_rlvr.MathRunConfig("none.jsonl", "none.jsonl", "none", model=checkpoint_dir)
-    tok, template = math_rlvr.load_tokenizer(dataclasses.replace(run, chat_template="model"))
+    run = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", "none", model=checkpoint_dir)
+    tok, template = math_experiment.load_tokenizer(dataclasses.replace(run, chat_template="model"))
     assert isinstance(template, math_task.ChatTemplate)
-    model = math_rlvr.model_config(run, tok)
+    model = math_experiment.model_config(run, tok)
     assert (model.family, model.d_model, model.max_len) == ("qwen2", 32, 96 + 8)
     assert (model.eos_ids, model.pad_id) == (tok.eos_ids, tok.pad_id)
     assert model.vocab_size == tok.vocab_size + 4
@@ -204,18 +204,18 @@ def test_fine_tuning_a_checkpoint_starts_from_its_parameters(checkpoint_dir, tmp
 
     pairs = [(a, b) for a in range(6) for b in range(6)]
     path = write_sample(tmp_path / "train.jsonl", pairs)
-    run = math_rlvr.MathRunConfig(
+    run = math_experiment.MathRunConfig(
         train_path=path, test_path=path, workdir=str(tmp_path), model=checkpoint_dir,
         chat_template="model", sft_steps=2, sft_learning_rate=1e-4, prompt_length=64,
         completion_length=8,
     )  # fmt: skip
-    tok, template = math_rlvr.load_tokenizer(run)
-    model = math_rlvr.model_config(run, tok)
+    tok, template = math_experiment.load_tokenizer(run)
+    model = math_experiment.model_config(run, tok)
     problems = [Problem(f"Tom has {a} apples and finds {b} more. How many now?", str(a + b), 0)
                 for a, b in pairs]  # fmt: skip
     loaded, _ = checkpoint.load(checkpoint_dir, max_len=model.max_len)
-    tuned = math_rlvr.base_params(run, model, problems, tok, template, jax.random.key(0))
-    fresh = math_rlvr.base_params(
+    tuned = math_experiment.base_params(run, model, problems, tok, template, jax.random.key(0))
+    fresh = math_experiment.base_params(
         dataclasses.replace(run, model="tiny", sft_steps=0), model, problems, tok, template,
         jax.random.key(0),
     )  # fmt: skip

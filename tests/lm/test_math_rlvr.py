@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from rljax.lm import math_rlvr
+from rljax.train import math_experiment
 
 
 def write_sample(path, pairs):
@@ -30,7 +30,7 @@ def sample_files(tmp_path):
 
 
 def test_validate_refuses_bad_fields_before_loading(tmp_path):
-    run = math_rlvr.MathRunConfig("none.jsonl", "none.jsonl", str(tmp_path))
+    run = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", str(tmp_path))
     for change, message in [
         (dict(group_size=1), "group_size=1 is invalid; allowed: an integer >= 2"),
         (dict(presets=("grpo", "gpro")), "preset='gpro' is unknown; valid: grpo,"),
@@ -39,16 +39,16 @@ def test_validate_refuses_bad_fields_before_loading(tmp_path):
         (dict(model="Qwen/Qwen2.5-0.5B"), "model='Qwen/Qwen2.5-0.5B' has no config.json"),
         (dict(checker_timeout_s=0.0), "checker_timeout_s=0.0"),
     ]:
-        bad = math_rlvr.MathRunConfig(**{**run.__dict__, **change})
+        bad = math_experiment.MathRunConfig(**{**run.__dict__, **change})
         with pytest.raises(ValueError, match=message):
-            math_rlvr.validate(bad)
+            math_experiment.validate(bad)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_tiny_model_trains_grpo_on_a_gsm8k_file_and_writes_pass_at_k(tmp_path):
     train, test = sample_files(tmp_path)
-    run = math_rlvr.MathRunConfig(
+    run = math_experiment.MathRunConfig(
         train_path=train,
         test_path=test,
         workdir=str(tmp_path / "run"),
@@ -61,7 +61,7 @@ def test_tiny_model_trains_grpo_on_a_gsm8k_file_and_writes_pass_at_k(tmp_path):
         sft_steps=150,
         eval_samples=4,
     )
-    results = math_rlvr.run(run)
+    results = math_experiment.run(run)
     with open(os.path.join(run.workdir, "results.json")) as f:
         assert json.load(f)["learners"] == json.loads(json.dumps(results["learners"]))
     rows = [json.loads(line) for line in open(os.path.join(run.workdir, "metrics.jsonl"))]

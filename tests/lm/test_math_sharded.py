@@ -12,13 +12,12 @@ import pytest
 from jax.sharding import PartitionSpec
 from test_math_rlvr import sample_files  # the GSM8K-layout sample files, written the same way
 
-from rljax.lm import math_mesh, math_rlvr
 from rljax.parallel import distributed, steps
-from rljax.parallel import lm as parallel_lm
 from rljax.parallel import mesh as mesh_lib
+from rljax.train import lm_mesh, lm_sharding, math_experiment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BASE = math_rlvr.MathRunConfig("none.jsonl", "none.jsonl", "unused")
+BASE = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", "unused")
 
 
 def test_validate_refuses_bad_mesh_fields_before_loading():
@@ -40,22 +39,22 @@ def test_validate_refuses_bad_mesh_fields_before_loading():
         ),
     ]:
         with pytest.raises(ValueError, match=message):
-            math_rlvr.validate(dataclasses.replace(BASE, **change))
+            math_experiment.validate(dataclasses.replace(BASE, **change))
 
 
 def test_make_checks_the_devices_and_processes():
-    one = math_mesh.make((1,), ("seeds",), 3, distributed.DistributedConfig())
+    one = lm_mesh.make((1,), ("seeds",), 3, distributed.DistributedConfig())
     assert dict(one.shape) == {"seeds": 1} and list(one.devices.flat) == jax.devices()[:1]
-    full = math_mesh.make((-1, 2), ("seeds", "fsdp"), 4, distributed.DistributedConfig())
+    full = lm_mesh.make((-1, 2), ("seeds", "fsdp"), 4, distributed.DistributedConfig())
     assert dict(full.shape) == {"seeds": 4, "fsdp": 2}
     for args, message in [
         (((16,), ("fsdp",), 1), r"mesh.shape=\(16,\) needs 16 devices but 8 are available"),
         (((-1,), ("seeds",), 2), "puts 8 devices on 'seeds', which does not divide the"),
     ]:
         with pytest.raises(ValueError, match=message):
-            math_mesh.make(*args, distributed.DistributedConfig())
+            lm_mesh.make(*args, distributed.DistributedConfig())
     with pytest.raises(ValueError, match="num_processes=2 but JAX runs 1 process"):
-        math_mesh.make((1,), ("seeds",), 1, distributed.DistributedConfig("h:1", 2, 0))
+        lm_mesh.make((1,), ("seeds",), 1, distributed.DistributedConfig("h:1", 2, 0))
 
 
 def test_population_shardings_put_learners_on_seeds_and_weights_on_fsdp():
@@ -64,14 +63,14 @@ def test_population_shardings_put_learners_on_seeds_and_weights_on_fsdp():
         "params": {"mlp_in": {"kernel": jax.ShapeDtypeStruct((4, 6, 8), np.float32)}},
         "step": jax.ShapeDtypeStruct((4,), np.int32),
     }
-    got = parallel_lm.population_shardings(mesh, tree, steps.LM_FSDP)
+    got = lm_sharding.population_shardings(mesh, tree, steps.LM_FSDP)
     assert got["params"]["mlp_in"]["kernel"].spec == PartitionSpec("seeds", None, "fsdp")
     assert got["step"].spec == PartitionSpec("seeds")
     odd = jax.tree.map(lambda x: jax.ShapeDtypeStruct((3, *x.shape[1:]), x.dtype), tree)
     with pytest.raises(ValueError, match="population of 3 learners cannot be split over"):
-        parallel_lm.population_shardings(mesh, odd, steps.LM_FSDP)
+        lm_sharding.population_shardings(mesh, odd, steps.LM_FSDP)
     fsdp_only = mesh_lib.make_mesh(mesh_lib.MeshConfig((8,), ("fsdp",)))
-    got = parallel_lm.population_shardings(fsdp_only, tree, steps.LM_FSDP)
+    got = lm_sharding.population_shardings(fsdp_only, tree, steps.LM_FSDP)
     assert got["params"]["mlp_in"]["kernel"].spec == PartitionSpec(None, None, "fsdp")
 
 
@@ -114,13 +113,13 @@ def _rows(workdir):
 @pytest.mark.timeout(1200)
 def test_sharded_run_equals_the_one_device_run(tmp_path):
     train, test = sample_files(tmp_path)
-    one = math_rlvr.MathRunConfig(
+    one = math_experiment.MathRunConfig(
         train_path=train, test_path=test, workdir=str(tmp_path / "one"), prompt_length=64,
         completion_length=8, prompts_per_step=2, group_size=4, steps=2, presets=("grpo",),
         num_seeds=2, sft_steps=30, format_weight=0.5, eval_problems=4, eval_samples=2,
         checker_workers=1,
     )  # fmt: skip
-    want = math_rlvr.run(one)
+    want = math_experiment.run(one)
     assert want["mesh"] == {"seeds": 1}
     for shape, axes, rules in (
         ((2, 4), ("seeds", "fsdp"), "fsdp"),
@@ -129,7 +128,7 @@ def test_sharded_run_equals_the_one_device_run(tmp_path):
         sharded = dataclasses.replace(
             one, workdir=str(tmp_path / rules), mesh_shape=shape, mesh_axes=axes, rules=rules
         )
-        got = math_rlvr.run(sharded)
+        got = math_experiment.run(sharded)
         assert got["mesh"] == dict(zip(axes, shape, strict=True))
         _same_run(one, want, sharded, got)
 
@@ -153,10 +152,10 @@ def _same_run(one, want, sharded, got):
 def test_micro_batches_accumulate_within_each_presets_minibatch():
     """micro_batches multiplies the schedule's micro-batches: a preset with M minibatches then
     accumulates micro_batches equal micro-batches per AdamW step (grpo's exact accumulation)."""
-    values = math_rlvr.learner_values(dataclasses.replace(BASE, presets=("grpo", "dr_grpo")))
+    values = math_experiment.learner_values(dataclasses.replace(BASE, presets=("grpo", "dr_grpo")))
     m = [int(v["num_minibatches"]) for v in values]
     for micro in (1, 4):
         run = dataclasses.replace(BASE, micro_batches=micro, prompts_per_step=16)
-        cfg = math_rlvr.agent_config(run, values, None, None)
+        cfg = math_experiment.agent_config(run, values, None, None)
         assert cfg.max_minibatches == np.lcm.reduce(m) * micro
         assert all(cfg.max_minibatches // k == cfg.max_minibatches / k for k in m)

@@ -1,4 +1,5 @@
-"""rljax.lm.objective: choices dispatch by name, so a choice added to the presets without its
+"""rljax.agents.grpo.objective: choices dispatch by name, so a choice added to the presets without
+its
 implementation fails loudly instead of training as another one."""
 
 import jax.numpy as jnp
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from rljax import returns
-from rljax.lm import objective, presets
+from rljax.agents.grpo import objective, presets
 
 
 def _choice(**codes):

@@ -5,10 +5,10 @@ checkpoints' own (parameter counts equal)."""
 import jax
 import pytest
 
-from rljax.parallel import lm as parallel_lm
-from rljax.parallel import memory_plan as mp
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import steps
+from rljax.train import lm_sharding
+from rljax.train import memory_plan as mp
 
 # A Qwen2-layout config.json at a tiny size: grouped-query attention (4 heads, 2 kv heads).
 SMALL = mp._hf(mp.QWEN2, 64, 64, 4, 2, 1, 256, True, 1e6, attention_bias=True)
@@ -84,7 +84,7 @@ def test_rows_that_do_not_divide_over_the_mesh_fail_naming_the_counts():
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((8,), ("fsdp",)))
     p = mp.PlanConfig(mp.model_config(SMALL, 24), prompts=3, group_size=2, completion_length=8)
     with pytest.raises(ValueError, match="6 rows cannot be split.*multiple of 8"):
-        parallel_lm.row_sharding(mesh, mp.learner_config(p))
+        lm_sharding.row_sharding(mesh, mp.learner_config(p))
 
 
 @pytest.mark.slow  # ~40 s of CPU: the step compiled twice

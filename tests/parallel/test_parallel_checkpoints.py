@@ -10,8 +10,8 @@ from jax.sharding import PartitionSpec as P
 from rljax import envs
 from rljax.agents import ppo
 from rljax.io.checkpoints import Checkpointer
+from rljax.parallel import learner_axis, sharding
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population, sharding
 from rljax.train import experiment
 
 CONFIG = ppo.Config(num_envs=4, num_steps=8, num_minibatches=2, num_updates=2, hidden=(8,))
@@ -48,7 +48,7 @@ def test_population_checkpoint_restores_on_other_mesh_shapes(tmp_path):
     points = experiment.validate_run(RUN, ppo, CONFIG)
     shapes = experiment.init_population(ppo, CONFIG, env, RUN, points, abstract=True)
     save_mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((4, 2), ("seeds", "data")))
-    save_shardings, _ = population.shardings(save_mesh, shapes, population.SEEDS_AND_ENVS)
+    save_shardings, _ = learner_axis.shardings(save_mesh, shapes, learner_axis.SEEDS_AND_ENVS)
     states = experiment.init_population(ppo, CONFIG, env, RUN, points, save_shardings)
     assert states.env.env.obs.sharding.spec == P("seeds", "data")
     ckpt = Checkpointer(str(tmp_path / "ckpt"))
@@ -56,10 +56,10 @@ def test_population_checkpoint_restores_on_other_mesh_shapes(tmp_path):
     ckpt.wait()
 
     targets = [
-        (mesh_lib.MeshConfig((8,), ("seeds",)), population.SEEDS, P("seeds"), (1, 4)),
+        (mesh_lib.MeshConfig((8,), ("seeds",)), learner_axis.SEEDS, P("seeds"), (1, 4)),
         (
             mesh_lib.MeshConfig((2, 4), ("seeds", "data")),
-            population.SEEDS_AND_ENVS,
+            learner_axis.SEEDS_AND_ENVS,
             P("seeds", "data"),
             (4, 1),
         ),

@@ -16,8 +16,8 @@ pytest.importorskip("rljax.agents.dqn")  # lands on main from its own branch
 
 from rljax import envs
 from rljax.agents import dqn
+from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population
 from rljax.train import experiment
 
 CONFIG = dqn.Config(
@@ -71,7 +71,7 @@ def reference():
 @pytest.mark.timeout(240)
 def test_sharded_dqn_matches_single_device(reference):
     config = mesh_lib.MeshConfig((4, 2), ("seeds", "data"))
-    states, metrics = _train(config, population.SEEDS_ENVS_AND_REPLAY)
+    states, metrics = _train(config, learner_axis.SEEDS_ENVS_AND_REPLAY)
     obs_rows = jax.tree.leaves(states.buffer.data)[0]  # [A=8, C=16, B=4, ...]
     assert obs_rows.sharding.spec == P("seeds", None, "data")
     assert {s.data.shape[:3] for s in obs_rows.addressable_shards} == {(2, 16, 2)}

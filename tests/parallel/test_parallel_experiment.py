@@ -8,8 +8,8 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from rljax.agents import ppo
+from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population
 from rljax.train import experiment
 
 CONFIG = ppo.Config(num_envs=4, num_steps=8, num_epochs=1, num_minibatches=2, hidden=(8,))
@@ -43,7 +43,7 @@ def test_run_on_mesh_then_resume_on_another_mesh(tmp_path, capsys):
         tmp_path,
         total_timesteps=2 * PER_UPDATE,
         mesh=mesh_lib.MeshConfig((4, 2), ("seeds", "data")),
-        sharding_rules=population.SEEDS_AND_ENVS,
+        sharding_rules=learner_axis.SEEDS_AND_ENVS,
     )
     states, summary = experiment.run(ppo, CONFIG, first)
     assert summary.updates_done == 2
@@ -56,7 +56,7 @@ def test_run_on_mesh_then_resume_on_another_mesh(tmp_path, capsys):
         total_timesteps=3 * PER_UPDATE,
         resume=True,
         mesh=mesh_lib.MeshConfig((8,), ("seeds",)),
-        sharding_rules=population.SEEDS,
+        sharding_rules=learner_axis.SEEDS,
     )
     resumed, summary = experiment.run(ppo, CONFIG, second)
     assert "resumed from update 2" in capsys.readouterr().out
@@ -71,7 +71,7 @@ def test_bad_mesh_fails_before_compiling(tmp_path):
         tmp_path,
         total_timesteps=PER_UPDATE,
         mesh=mesh_lib.MeshConfig((1, 8), ("seeds", "data")),  # 4 envs cannot split 8 ways
-        sharding_rules=population.SEEDS_AND_ENVS,
+        sharding_rules=learner_axis.SEEDS_AND_ENVS,
     )
     with pytest.raises(ValueError, match=r"'env/env/\S+' dimension 1 of size 4 cannot be split"):
         experiment.run(ppo, CONFIG, run)

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from rljax.lm.model import TransformerConfig, causal_mask, forward, init_params, positions_from_mask
+from rljax.lm.model.decoder import (
+    TransformerConfig,
+    causal_mask,
+    forward,
+    init_params,
+    positions_from_mask,
+)
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import sharding, steps
 

@@ -19,13 +19,14 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from rljax.agents import grpo
-from rljax.lm import device_reward, presets, sampling
-from rljax.lm.data import encode_prompts
-from rljax.lm.model import TransformerConfig, init_params
-from rljax.lm.tasks import TASKS, make_split
-from rljax.parallel import lm as parallel_lm
+from rljax.agents.grpo import presets
+from rljax.lm.model import sampling
+from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.tasks import TASKS, device_reward, make_split
+from rljax.lm.tasks.batches import encode_prompts
 from rljax.parallel import mesh as mesh_lib
 from rljax.parallel import sharding, steps
+from rljax.train import lm_sharding
 
 TASK = TASKS["arithmetic"]
 MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=24)
@@ -110,7 +111,7 @@ def test_sharded_sampling_and_learner_step_match_single_device(
     ref_completions, ref_state, ref_metrics = reference
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig(shape, axes))
 
-    sample, param_shardings = parallel_lm.jit_sample(
+    sample, param_shardings = lm_sharding.jit_sample(
         mesh, data.base_params, model_cfg=MODEL, param_rules=rules, **_sample_kwargs()
     )
     base = sharding.shard(data.base_params, param_shardings)
@@ -121,7 +122,7 @@ def test_sharded_sampling_and_learner_step_match_single_device(
     np.testing.assert_array_equal(np.asarray(completions.mask), ref_completions.mask)
 
     state = _state(data, hp)
-    update, state_shardings, data_shardings = parallel_lm.jit_learner_update(
+    update, state_shardings, data_shardings = lm_sharding.jit_learner_update(
         mesh, CONFIG, state, data, state_rules=rules
     )
     state = sharding.shard(state, state_shardings)

@@ -15,8 +15,8 @@ from jax.sharding import PartitionSpec as P
 
 from rljax import envs
 from rljax.agents import ppo
+from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population
 from rljax.train import experiment
 
 pytestmark = pytest.mark.slow  # a shared fixture and three mesh compiles: ~55 s on 2 cores
@@ -81,7 +81,7 @@ def _assert_close(states, metrics, reference):
 @pytest.mark.timeout(240)
 def test_seeds_sharded_ppo_matches_single_device(reference):
     cfg = mesh_lib.MeshConfig((8,), ("seeds",))
-    states, metrics, chunk_fn = _train(cfg, population.SEEDS)
+    states, metrics, chunk_fn = _train(cfg, learner_axis.SEEDS)
     # Agents never talk to each other: the only collectives gather the [A=8, 1] metrics.
     hlo = chunk_fn.lower(states).compile().as_text()
     assert not re.search(r"all-reduce\(|all-to-all\(|collective-permute\(", hlo)
@@ -95,7 +95,7 @@ def test_seeds_sharded_ppo_matches_single_device(reference):
 @pytest.mark.timeout(240)
 def test_seeds_and_envs_sharded_ppo_matches_single_device(reference):
     cfg = mesh_lib.MeshConfig((4, 2), ("seeds", "data"))
-    states, metrics, _ = _train(cfg, population.SEEDS_AND_ENVS)
+    states, metrics, _ = _train(cfg, learner_axis.SEEDS_AND_ENVS)
     obs = states.env.env.obs  # [A=8, B=4, 4]
     assert obs.sharding.spec == P("seeds", "data")
     assert {s.data.shape[:2] for s in obs.addressable_shards} == {(2, 2)}
@@ -109,7 +109,7 @@ def test_population_not_divisible_by_mesh_is_a_clear_error():
     shapes = experiment.init_population(ppo, CONFIG, env, RUN, points, abstract=True)
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((1, 8), ("seeds", "data")))
     with pytest.raises(ValueError, match="dimension 1 of size 4 cannot be split over .*'data'"):
-        population.shardings(mesh, shapes, population.SEEDS_AND_ENVS)  # B=4 envs on 8 devices
+        learner_axis.shardings(mesh, shapes, learner_axis.SEEDS_AND_ENVS)  # B=4 envs on 8 devices
     mesh3 = mesh_lib.make_mesh(mesh_lib.MeshConfig((-1,), ("seeds",)), jax.devices()[:3])
     with pytest.raises(ValueError, match="dimension 0 of size 8 cannot be split"):
-        population.shardings(mesh3, shapes, population.SEEDS)
+        learner_axis.shardings(mesh3, shapes, learner_axis.SEEDS)

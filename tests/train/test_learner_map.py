@@ -1,4 +1,4 @@
-"""learner_map="sequential" (rljax.parallel.population.map_learners): each device's learners one
+"""learner_map="sequential" (rljax.parallel.learner_axis.map_learners): each device's learners one
 after another equal the vmapped population (same keys, same sampled rewards, parameters within
 the float floor), unsharded and with the population split over fake CPU devices; only one
 learner's temporaries are alive per device; an unknown mode is refused before anything runs."""
@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
-from rljax.parallel import population as learner_maps
 from rljax.train import population
 
 WIDTH = 256  # a learner's temporary in _toy is [WIDTH, WIDTH] float32 (256 KiB)
@@ -30,7 +30,7 @@ def _toy_states(n):
 
 
 def _mapped(mode, groups):
-    fn = lambda s, w: learner_maps.map_learners(_toy, s, w, groups=groups, mode=mode)  # noqa: E731
+    fn = lambda s, w: learner_axis.map_learners(_toy, s, w, groups=groups, mode=mode)  # noqa: E731
     return jax.jit(fn, donate_argnums=0)
 
 
@@ -66,7 +66,7 @@ def test_sequential_keeps_one_learners_temporaries_alive():
 
 def test_unknown_learner_map_is_refused():
     with pytest.raises(ValueError, match=r"learner_map='scan' is unknown; .*vmap, sequential"):
-        learner_maps.map_learners(_toy, _toy_states(2), jnp.ones(WIDTH), mode="scan")
+        learner_axis.map_learners(_toy, _toy_states(2), jnp.ones(WIDTH), mode="scan")
     with pytest.raises(ValueError, match="learner_map='loop'"):
         population.Spec(None, None, None, None, 1, 1, learner_map="loop")
 
@@ -89,7 +89,7 @@ def test_a_population_of_one_runs_unbatched_and_equals_its_member():
     w = jnp.linspace(-1.0, 1.0, WIDTH)
     key, x = jax.tree.map(lambda v: v[0], _toy_states(1))
     (want_key, want_x), want_m = jax.jit(_toy)((key, x), w)
-    fn = lambda s, w: learner_maps.map_learners(_toy, s, w)  # noqa: E731
+    fn = lambda s, w: learner_axis.map_learners(_toy, s, w)  # noqa: E731
     (keys, xs), m = jax.jit(fn)(_toy_states(1), w)
     assert xs.shape == (1, WIDTH) and m["norm"].shape == (1,)
     np.testing.assert_array_equal(jax.random.key_data(keys[0]), jax.random.key_data(want_key))

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from configs import grpo as grpo_config
+from rljax.agents.grpo import presets
 from rljax.io.metrics import MetricsWriter
-from rljax.lm import presets
 from rljax.train import lm_experiment, loop, population
 
 STEPS = 10

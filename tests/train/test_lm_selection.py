@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from configs import grpo as grpo_config
-from rljax.lm import groups, selection, tokenizer
-from rljax.lm.data import completion_length, encode_problems, prompt_length
-from rljax.lm.model import TransformerConfig, forward, init_params
-from rljax.lm.tasks import TASKS, make_split
+from rljax.agents.grpo import groups
+from rljax.lm.model import tokenizer
+from rljax.lm.model.decoder import TransformerConfig, forward, init_params
+from rljax.lm.tasks import TASKS, make_split, selection
+from rljax.lm.tasks.batches import completion_length, encode_problems, prompt_length
 from rljax.train import lm_experiment
 
 TASK = TASKS["arithmetic"]

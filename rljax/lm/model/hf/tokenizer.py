@@ -1,0 +1,170 @@
+"""Hugging Face tokenizers (`tokenizer.json`) and chat templates, in rljax's id layout.
+
+`HFTokenizer` mirrors `rljax.lm.model.tokenizer` for a pretrained model: `encode_prompts` gives
+left-padded `[N, P]` prompts, `encode_completions` right-padded `[N, A]` completions ending in
+EOS, and `decode` reads up to the first stop token. Chat templates are rendered with jinja2 in a
+sandbox configured the way transformers renders them (trim_blocks, lstrip_blocks, loop controls,
+`raise_exception`, a `tojson` that keeps non-ASCII text), so the prompt text equals
+`apply_chat_template`'s (tests/lm). `train_bpe` trains a small byte-level BPE tokenizer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
+import numpy as np
+import tokenizers
+
+
+def _raise(message):
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+def _environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
+    return env
+
+
+def _token_text(value) -> str | None:
+    """A special token's text from tokenizer_config.json (a string or an AddedToken dict)."""
+    return value.get("content") if isinstance(value, dict) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class HFTokenizer:
+    """A `tokenizers.Tokenizer` plus the special tokens and chat template of its model."""
+
+    tokenizer: tokenizers.Tokenizer
+    eos_ids: tuple[int, ...]  # ids that end a completion (EOS and the template's end-of-turn)
+    pad_id: int
+    bos_token: str | None = None
+    eos_token: str | None = None
+    chat_template: str | None = None
+
+    @property
+    def eos_id(self) -> int:
+        return self.eos_ids[0]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    @classmethod
+    def from_dir(cls, path: str, *, eos_ids: tuple[int, ...] = ()) -> HFTokenizer:
+        """Reads `path/tokenizer.json` and `tokenizer_config.json` (special tokens, template).
+
+        `eos_ids` overrides the stop tokens (default: the config's eos_token, then the
+        eos_token_id entries of config.json and generation_config.json where present)."""
+        file = os.path.join(path, "tokenizer.json")
+        if not os.path.exists(file):
+            raise FileNotFoundError(f"tokenizer path {path!r} has no tokenizer.json")
+        tok = tokenizers.Tokenizer.from_file(file)
+        conf = {}
+        if os.path.exists(os.path.join(path, "tokenizer_config.json")):
+            with open(os.path.join(path, "tokenizer_config.json")) as f:
+                conf = json.load(f)
+        template = conf.get("chat_template")
+        if template is None and os.path.exists(os.path.join(path, "chat_template.jinja")):
+            with open(os.path.join(path, "chat_template.jinja")) as f:
+                template = f.read()
+        eos, pad = _token_text(conf.get("eos_token")), _token_text(conf.get("pad_token"))
+        ids = list(eos_ids)
+        if not ids and eos is not None:
+            ids.append(tok.token_to_id(eos))
+        for model_conf in ("config.json", "generation_config.json"):
+            if not eos_ids and os.path.exists(os.path.join(path, model_conf)):
+                with open(os.path.join(path, model_conf)) as f:
+                    extra = json.load(f).get("eos_token_id")
+                ids += [i for i in (extra if isinstance(extra, list) else [extra]) if i is not None]
+        ids = [i for i in dict.fromkeys(ids) if i is not None]
+        if not ids:
+            raise ValueError(f"tokenizer path {path!r}: no eos_token; pass eos_ids")
+        pad_id = tok.token_to_id(pad) if pad is not None else ids[0]
+        return cls(tok, tuple(ids), pad_id, _token_text(conf.get("bos_token")), eos, template)
+
+    def fingerprint(self) -> str:
+        """A hash of the vocabulary, merges and stop/pad ids (names the SFT bases trained on it)."""
+        blob = f"{self.tokenizer.to_str()}|{self.eos_ids}|{self.pad_id}"
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def apply_chat_template(self, messages: list[dict], *, add_generation_prompt: bool = True):
+        """The prompt text of a conversation (`[{"role": ..., "content": ...}, ...]`)."""
+        if self.chat_template is None:
+            raise ValueError("this tokenizer has no chat_template (tokenizer_config.json)")
+        template = _environment().from_string(self.chat_template)
+        return template.render(
+            messages=messages,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token or "",
+            eos_token=self.eos_token or "",
+        )
+
+    def encode_prompts(self, prompts: list[str], length: int, *, add_special_tokens=True):
+        """Left-padded `[N, length]` int32 prompt ids and their 0/1 mask."""
+        tokens = np.full((len(prompts), length), self.pad_id, np.int32)
+        mask = np.zeros((len(prompts), length), np.int32)
+        for row, prompt in enumerate(prompts):
+            ids = self.encode(prompt, add_special_tokens=add_special_tokens)
+            if len(ids) > length:
+                raise ValueError(f"prompt {prompt!r} needs {len(ids)} tokens > length {length}")
+            tokens[row, length - len(ids) :] = ids
+            mask[row, length - len(ids) :] = 1
+        return tokens, mask
+
+    def encode_completions(self, answers: list[str], length: int):
+        """Right-padded `[N, length]` int32 ids (answer + EOS) and their 0/1 mask."""
+        tokens = np.full((len(answers), length), self.pad_id, np.int32)
+        mask = np.zeros((len(answers), length), np.int32)
+        for row, answer in enumerate(answers):
+            ids = [*self.encode(answer, add_special_tokens=False), self.eos_id]
+            if len(ids) > length:
+                raise ValueError(f"answer {answer!r} needs {len(ids)} tokens > length {length}")
+            tokens[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        return tokens, mask
+
+    def decode(self, ids) -> tuple[str, bool]:
+        """Text up to the first stop token (special tokens dropped), and whether one was found."""
+        ids = np.asarray(ids).tolist()
+        stops = [k for k, i in enumerate(ids) if i in self.eos_ids]
+        finished = bool(stops)
+        ids = ids[: stops[0]] if stops else ids
+        return self.tokenizer.decode(ids, skip_special_tokens=True), finished
+
+
+def train_bpe(
+    texts: list[str], vocab_size: int, special_tokens: tuple[str, ...], *, min_frequency: int = 1
+) -> tokenizers.Tokenizer:
+    """A byte-level BPE tokenizer trained on `texts` (special tokens get the first ids)."""
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE())
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(special_tokens),
+        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(texts, trainer)
+    return tok

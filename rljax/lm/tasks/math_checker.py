@@ -1,0 +1,211 @@
+"""Equivalence of math answers with Hugging Face's math-verify, under a hard per-answer deadline.
+
+`Checker.check(pairs)` judges `(reference, answer)` pairs of *extracted* answers
+(`rljax.lm.tasks.math_answers.extract`): each side is parsed as `\\boxed{<answer>}` with
+`math_verify.parse` and compared with `math_verify.verify(reference, answer)`, which accepts
+0.5 = 1/2 = \\frac{1}{2} = \\dfrac12, 1,000 = 1000, sets in any order, intervals, x^2 = x*x.
+
+Deadline. math-verify's own timeouts use SIGALRM, which only works on the main thread (a
+`jax.pure_callback` runs on a runtime thread), so both are switched off
+(`parsing_timeout=None, timeout_seconds=None`) and the time is bounded here instead: the work
+runs in `num_workers` child processes, each answer gets `timeout_s` seconds of wall time, and
+a worker that overruns (sympy on 10^{10^{10^{10}}}, say) is killed, replaced, and the answer
+judged wrong. Workers come from a fork server that has imported math-verify once, so a
+replacement starts in milliseconds and never forks the JAX runtime. Nothing is ever `eval`ed:
+math-verify parses LaTeX and sympy-parses plain expressions with its own restricted grammar.
+
+Cache. Verdicts (timeouts included) are kept in an LRU of `cache_size` pairs, so a group of
+completions that repeat an answer, or a hostile answer sampled again, costs one check.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import multiprocessing.connection
+import time
+from collections.abc import Sequence
+
+_CONTEXT = None
+_STARTUP_S = 120.0  # a worker's warm-up (importing and first parse) on a loaded machine
+
+
+def _context():
+    """The fork-server context shared by every checker (started once per process)."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(["math_verify", "rljax.lm.tasks.math_checker"])
+    return _CONTEXT
+
+
+def verdict(reference: str, answer: str) -> bool:
+    """math-verify's verdict on two extracted answers, without its signal-based timeouts.
+
+    Runs unbounded: call it through a `Checker` (or on inputs known to be small)."""
+    from math_verify import parse, verify
+
+    gold = parse("\\boxed{" + reference + "}", parsing_timeout=None)
+    pred = parse("\\boxed{" + answer + "}", parsing_timeout=None)
+    if not gold or not pred:
+        return False
+    return bool(verify(gold, pred, timeout_seconds=None))
+
+
+def _serve(conn) -> None:
+    """A worker: reads `(reference, answer)` pairs, writes verdicts, until the pipe closes."""
+    import logging
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)  # the "timeout disabled" warning
+    verdict("1", "1")  # math-verify builds its parsers on first use: not on an answer's clock
+    conn.send("ready")
+    while True:
+        try:
+            reference, answer = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            ok = verdict(reference, answer)
+        except BaseException:  # noqa: BLE001 - RecursionError, MemoryError: a wrong answer
+            ok = False
+        conn.send(ok)
+
+
+class _Worker:
+    def __init__(self):
+        self.conn, child = _context().Pipe()
+        self.process = _context().Process(target=_serve, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+        self.ready = False  # warmed up
+        self.job: int | None = None  # index of the pair being checked
+        self.deadline = 0.0
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+class Checker:
+    """Judges extracted answers against references with math-verify, `timeout_s` per answer.
+
+    Args:
+      timeout_s: wall-clock seconds one pair may take; an overrun is a wrong answer.
+      num_workers: child processes checking in parallel.
+      cache_size: verdicts remembered (least recently used dropped first).
+    """
+
+    def __init__(self, *, timeout_s: float = 2.0, num_workers: int = 2, cache_size: int = 65536):
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s={timeout_s!r} is invalid; allowed: > 0 seconds")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"num_workers={num_workers!r} is invalid; allowed: an integer >= 1")
+        if not isinstance(cache_size, int) or cache_size < 0:
+            raise ValueError(f"cache_size={cache_size!r} is invalid; allowed: an integer >= 0")
+        self.timeout_s = float(timeout_s)
+        self.num_workers = num_workers
+        self.cache_size = cache_size
+        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._workers: list[_Worker] = []
+        self.stats = {"checked": 0, "cache_hits": 0, "timeouts": 0}
+
+    def close(self) -> None:
+        """Stops the workers (a later `check` starts new ones)."""
+        for worker in self._workers:
+            worker.kill()
+        self._workers = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def _remember(self, key, value: bool) -> None:
+        if self.cache_size:
+            self._cache[key] = value
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def check(self, pairs: Sequence[tuple[str | None, str | None]]) -> list[bool]:
+        """Verdicts of `(reference, answer)` pairs; a None side (nothing extracted) is False."""
+        verdicts = [False] * len(pairs)
+        pending: dict[tuple[str, str], list[int]] = {}
+        for i, (reference, answer) in enumerate(pairs):
+            if reference is None or answer is None:
+                continue
+            key = (reference, answer)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                verdicts[i] = self._cache[key]
+                self.stats["cache_hits"] += 1
+            else:
+                pending.setdefault(key, []).append(i)
+        for key, ok in self._run(list(pending)).items():
+            self._remember(key, ok)
+            for i in pending[key]:
+                verdicts[i] = ok
+        return verdicts
+
+    def _run(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
+        """Checks distinct pairs on the workers, killing any that overruns its deadline.
+
+        A worker takes answers only once it has warmed up (its "ready" message), so start-up
+        time never counts against an answer."""
+        results: dict[tuple[str, str], bool] = {}
+        if not keys:
+            return results
+        while len(self._workers) < min(self.num_workers, len(keys)):
+            self._workers.append(_Worker())
+        queue = collections.deque(range(len(keys)))
+        while queue or any(w.job is not None for w in self._workers):
+            for worker in self._workers:
+                if worker.ready and worker.job is None and queue:
+                    worker.job = queue.popleft()
+                    worker.deadline = time.monotonic() + self.timeout_s
+                    worker.conn.send(keys[worker.job])
+            busy = [w for w in self._workers if w.job is not None]
+            starting = [w for w in self._workers if not w.ready]
+            deadline = min((w.deadline for w in busy), default=time.monotonic() + _STARTUP_S)
+            wait = max(0.0, deadline - time.monotonic())
+            ready = multiprocessing.connection.wait([w.conn for w in busy + starting], timeout=wait)
+            now = time.monotonic()
+            for worker in starting:
+                if worker.conn in ready:
+                    worker.ready = self._message(worker) == "ready"
+                    if not worker.ready:
+                        raise RuntimeError("a math-verify worker failed to start")
+            if not busy and not any(w.ready for w in self._workers) and not ready:
+                raise RuntimeError(f"no math-verify worker started within {_STARTUP_S} s")
+            for worker in busy:
+                if worker.conn in ready:
+                    message = self._message(worker)
+                    results[keys[worker.job]] = message is True
+                    if message is None:  # the worker died (out of memory): a wrong answer
+                        self._replace(worker)
+                    worker.job = None
+                elif now >= worker.deadline:
+                    results[keys[worker.job]] = False
+                    self.stats["timeouts"] += 1
+                    self._replace(worker)
+        self.stats["checked"] += len(keys)
+        return results
+
+    @staticmethod
+    def _message(worker: _Worker):
+        try:
+            return worker.conn.recv()
+        except (EOFError, OSError):
+            return None
+
+    def _replace(self, worker: _Worker) -> None:
+        worker.kill()
+        self._workers[self._workers.index(worker)] = _Worker()

@@ -1,0 +1,402 @@
+"""Math RLVR end to end: local GSM8K / MATH files -> (SFT) -> GRPO-family learners -> pass@k.
+
+One run: load the train and test files (`rljax.lm.tasks.math_data`, checked disjoint), render
+prompts
+with the template and tokenizer (`rljax.lm.tasks.math_task`), build the policy, optionally fine-tune
+it on `#### <answer>` completions, train every learner of the population (`presets` x `seeds`)
+with `jax.vmap(grpo.update)` under one `jit` — the rewards come from the math-verify checker
+through `jax.pure_callback` inside that program — then sample `eval_samples` completions of each
+held-out problem per learner and write pass@k (`rljax.lm.tasks.evaluation.summarize`).
+
+Writes `<workdir>/metrics.jsonl` (one row per step and learner) and `<workdir>/results.json`
+(config, per-learner pass@k curve with bootstrap intervals, checker statistics).
+Models: "tiny" is the decoder built at the config's widths (random initialization, then SFT); a
+checkpoint folder (config.json + safetensors, `rljax.lm.model.hf`) is read at its own sizes with
+max_len = P + A and its parameters are the base (fine-tuned first only if `sft_steps > 0`).
+`tokenizer` is "bytes" (`math_task.ByteTokenizer`) or a tokenizer.json folder, and
+`chat_template` "plain" (`math_task.PlainTemplate`) or "model" (the tokenizer's chat template);
+the model config takes the tokenizer's stop and pad ids.
+
+Devices: the run builds the mesh `mesh_shape` x `mesh_axes` (`rljax.parallel.mesh`; a fixed
+shape takes the first devices, -1 the rest). The learners ([A] rows of every state leaf) are
+split over its `seeds` axis, and each learner's parameters and AdamW moments, the base and the
+SFT state over `fsdp` / `tensor` by `rules` (`rljax.parallel.steps`: "fsdp" or "fsdp_tensor");
+the update and the pass@k sampler are jitted with these shardings (`rljax.train.lm_sharding`). On
+several processes (`distributed`, `rljax.parallel.distributed`, initialized by the entry point
+before anything touches a device) every process runs this same program; the checker's callback
+runs on the first device (process 0), and only process 0 judges pass@k and writes files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.agents import grpo, sft
+from rljax.agents.grpo import presets
+from rljax.lm.model.decoder import DTYPES, TransformerConfig, init_params
+from rljax.lm.model.hf import checkpoint
+from rljax.lm.model.hf import config as hf_config
+from rljax.lm.model.hf.tokenizer import HFTokenizer
+from rljax.lm.tasks import evaluation, math_answers, math_data, math_task
+from rljax.lm.tasks.batches import SeqBatch
+from rljax.lm.tasks.math_checker import Checker
+from rljax.parallel import distributed, sharding, steps
+from rljax.train import lm_mesh, lm_sharding
+
+
+@dataclasses.dataclass(frozen=True)
+class MathRunConfig:
+    train_path: str  # JSONL / Parquet, the problems RL draws from
+    test_path: str  # held-out problems for pass@k (no question may be in the training file)
+    workdir: str
+    layout: str = "gsm8k"  # gsm8k | math
+    fields: tuple = ()  # (("question", "prompt"), ...): field renames for other layouts
+    answer_modes: tuple[str, ...] = math_answers.MODES  # how completions' answers are extracted
+    model: str = "tiny"  # "tiny" or a checkpoint folder (config.json + safetensors)
+    tokenizer: str = ""  # "bytes" or a tokenizer.json folder; "": bytes for tiny, else `model`
+    chat_template: str = "plain"  # plain (question + "\nAnswer: ") | model (the tokenizer's)
+    d_model: int = 64  # d_model .. d_ff: tiny only
+    n_layers: int = 1
+    n_heads: int = 4
+    d_ff: int = 128
+    dtype: str = "float32"  # activations: float32 | bfloat16 (parameters stay float32 masters)
+    remat: bool = False  # checkpoint every block in the backward pass
+    logits_chunk: int = 0  # completion log-probs apply the head this many tokens at a time
+    micro_batches: int = 1  # gradient accumulation: micro-batches per minibatch (same update)
+    prompt_length: int = 96  # P tokens (the rendered question, with BOS for the plain template)
+    completion_length: int = 8  # A sampled tokens
+    prompts_per_step: int = 4  # B
+    group_size: int = 4  # G
+    steps: int = 2  # RL updates per learner
+    presets: tuple[str, ...] = ("grpo",)  # one grid point per preset (a sweep axis)
+    num_seeds: int = 1  # learners per preset
+    seed: int = 0
+    sft_steps: int = 0  # fine-tuning steps on "#### answer" completions before RL
+    sft_learning_rate: float = 3e-3
+    temperature: float = 1.0
+    format_weight: float = 0.0
+    checker_timeout_s: float = 2.0  # per answer
+    checker_workers: int = 2
+    eval_problems: int = 0  # held-out problems for pass@k (0: all)
+    eval_samples: int = 4  # n completions per problem; pass@k for k = 1..n
+    mesh_shape: tuple[int, ...] = (1,)  # devices per axis; -1: the rest (all devices)
+    mesh_axes: tuple[str, ...] = ("seeds",)  # seeds (learners) | data | fsdp | tensor
+    rules: str = "fsdp"  # how a learner's weights split: fsdp | fsdp_tensor (lm_mesh.RULES)
+    distributed: distributed.DistributedConfig = distributed.DistributedConfig()  # processes
+
+
+def _positive(name: str, value, low: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {low}")
+
+
+CHAT_TEMPLATES = ("plain", "model")
+
+
+def tokenizer_dir(run: MathRunConfig) -> str:
+    """`run.tokenizer`, or its default: "bytes" for the tiny model, else the model folder."""
+    if run.tokenizer:
+        return run.tokenizer
+    return "bytes" if run.model == "tiny" else run.model
+
+
+def _has_chat_template(path: str) -> bool:
+    """Whether `HFTokenizer.from_dir(path)` finds a chat template (tokenizer_config.json's
+    chat_template, or chat_template.jinja)."""
+    if os.path.isfile(os.path.join(path, "chat_template.jinja")):
+        return True
+    conf = os.path.join(path, "tokenizer_config.json")
+    if not os.path.isfile(conf):
+        return False
+    with open(conf) as f:
+        return json.load(f).get("chat_template") is not None
+
+
+def _check_model(run: MathRunConfig) -> None:
+    """The checkpoint folder, tokenizer and chat template fields (files only; nothing loaded)."""
+    if run.model != "tiny":
+        if not os.path.isfile(os.path.join(run.model, "config.json")):
+            raise ValueError(
+                f"model={run.model!r} has no config.json; allowed: 'tiny' or a checkpoint folder "
+                "with config.json and safetensors"
+            )
+        if not any(
+            os.path.isfile(os.path.join(run.model, name))
+            for name in (checkpoint.SINGLE, checkpoint.INDEX)
+        ):
+            raise ValueError(
+                f"model={run.model!r} has neither {checkpoint.SINGLE} nor {checkpoint.INDEX}; "
+                "allowed: a checkpoint folder with its safetensors"
+            )
+        try:
+            hf_config.read(run.model)
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"model={run.model!r}: {e}") from None
+    tok = tokenizer_dir(run)
+    if tok != "bytes" and not os.path.isfile(os.path.join(tok, "tokenizer.json")):
+        raise ValueError(
+            f"tokenizer={tok!r} has no tokenizer.json; allowed: 'bytes' or a folder with "
+            "tokenizer.json (default: the model folder)"
+        )
+    if run.chat_template not in CHAT_TEMPLATES:
+        raise ValueError(
+            f"chat_template={run.chat_template!r} is unknown; allowed: {', '.join(CHAT_TEMPLATES)}"
+        )
+    if run.chat_template == "model" and (tok == "bytes" or not _has_chat_template(tok)):
+        raise ValueError(
+            f"chat_template='model' but tokenizer={tok!r} has no chat template "
+            "(tokenizer_config.json chat_template or chat_template.jinja); allowed: "
+            "chat_template='plain' or a tokenizer folder with one"
+        )
+
+
+def validate(run: MathRunConfig) -> None:
+    """Checks every field before anything is loaded or compiled."""
+    for name in (
+        "d_model", "n_layers", "n_heads", "d_ff", "prompt_length", "completion_length",
+        "prompts_per_step", "steps", "num_seeds", "eval_samples", "checker_workers",
+    ):  # fmt: skip
+        _positive(name, getattr(run, name))
+    _positive("group_size", run.group_size, 2)
+    _positive("sft_steps", run.sft_steps, 0)
+    _positive("eval_problems", run.eval_problems, 0)
+    _positive("logits_chunk", run.logits_chunk, 0)
+    _positive("micro_batches", run.micro_batches)
+    if run.dtype not in DTYPES:
+        raise ValueError(f"dtype={run.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
+    math_data.fields_for(run.layout, **dict(run.fields))
+    math_answers.check_modes(run.answer_modes)
+    for preset in run.presets:
+        presets.hparam_values(presets.resolve(preset))
+    if not run.presets:
+        raise ValueError(f"presets is empty; valid: {', '.join(presets.PRESETS)}")
+    _check_model(run)
+    if not run.checker_timeout_s > 0:
+        raise ValueError(f"checker_timeout_s={run.checker_timeout_s!r}; allowed: > 0")
+    if not run.temperature > 0 or not run.format_weight >= 0:
+        raise ValueError("temperature must be > 0 and format_weight >= 0")
+    lm_mesh.check(run.mesh_shape, run.mesh_axes, run.rules, len(run.presets) * run.num_seeds)
+    distributed.validate(run.distributed)
+
+
+def learner_values(run: MathRunConfig) -> list[dict]:
+    """Every learner's resolved preset values, preset-major (`presets` x `num_seeds`)."""
+    return [presets.resolve(p) for p in run.presets for _ in range(run.num_seeds)]
+
+
+def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> grpo.Config:
+    dynamic = any(bool(v["dynamic_sampling"]) for v in values)
+    needs_refs = any(v["divergence"] in presets.SAMPLE_DIVERGENCES for v in values)
+    return grpo.Config(
+        model=model,
+        reward_kind="host",
+        completion_length=run.completion_length,
+        prompts_per_step=run.prompts_per_step,
+        group_size=run.group_size,
+        oversample=2 if dynamic else 1,
+        max_epochs=max(int(v["num_epochs"]) for v in values),
+        # each minibatch of every preset accumulates `micro_batches` equal micro-batches
+        max_minibatches=math.lcm(*(int(v["num_minibatches"]) for v in values)) * run.micro_batches,
+        reference_samples=2 if needs_refs else 0,
+        temperature=run.temperature,
+        format_weight=run.format_weight,
+        host_scorer=host_scorer,
+    )
+
+
+def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, base=None):
+    """`sft_steps` AdamW steps of next-token loss on `#### <answer>` completions, from `base`
+    (a checkpoint's parameters) or from a random initialization; the parameters and moments
+    are split on `mesh` by `rules`, the batch replicated."""
+    cfg = sft.SFTConfig(
+        steps=max(run.sft_steps, 1),
+        batch_size=min(64, len(problems)),
+        learning_rate=run.sft_learning_rate,
+        warmup_steps=min(10, max(run.sft_steps // 5, 1)),
+        seed=run.seed,
+    )
+    if base is None:
+        start, arg = (lambda k: sft.init(cfg, model, k)), key
+    else:
+        opt = sft.make_optimizer(cfg)
+        start, arg = (lambda p: sft.SFTState(p, opt.init(p), jnp.zeros((), jnp.int32))), base
+    rules = lm_mesh.RULES[run.rules]
+    state_sh = sharding.tree_shardings(mesh, jax.eval_shape(start, arg), rules)
+    state = jax.jit(start, out_shardings=state_sh)(arg)
+    batch = SeqBatch(
+        *math_task.encode_sft(problems, tok, template, run.prompt_length, run.completion_length)
+    )
+    step, _, _ = steps.jit_step(
+        lambda s, b: sft.update(s, b, cfg=cfg, model_cfg=model), mesh, state, batch,
+        state_rules=rules, batch_rules=sharding.REPLICATED,
+    )  # fmt: skip
+    rng = np.random.default_rng(run.seed)
+    for _ in range(run.sft_steps):
+        rows = rng.choice(len(problems), cfg.batch_size, replace=False)
+        state, _ = step(state, SeqBatch(*(x[rows] for x in batch)))
+    return state.params
+
+
+def pass_at_k(run, sampler, states, i, table, problems, checker, tok, key):
+    """`[N, n]` correctness of `eval_samples` completions per held-out problem by learner `i`
+    of `states`, and the texts (sampled on every process; judged on process 0, else None).
+    `sampler` is `lm_sharding.jit_learner_sample`'s `(sample, rows)`."""
+    n = run.eval_samples
+    rows = np.repeat(np.arange(len(problems)), n)
+    sample, row_sharding = sampler
+    prompts = [
+        jax.make_array_from_callback(x.shape, row_sharding, lambda idx, x=x: x[idx])
+        for x in (table.prompt_tokens[rows], table.prompt_mask[rows])
+    ]
+    out = sample(states.params, np.int32(i), *prompts, key)
+    if jax.process_index() != 0:
+        return None, None
+    decoded = [tok.decode(r) for r in np.asarray(out.tokens)]
+    refs = [problems[i].answer for i in rows]
+    correct, _ = math_task.judge(checker, refs, [t for t, _ in decoded], run.answer_modes)
+    finished = np.asarray([d for _, d in decoded])
+    table_correct = (np.asarray(correct) & finished).reshape(len(problems), n)
+    return table_correct, [
+        [t for t, _ in decoded[i * n : (i + 1) * n]] for i in range(len(problems))
+    ]
+
+
+def load_tokenizer(run: MathRunConfig):
+    """(tokenizer, template) of the run: bytes or the tokenizer folder; plain or its chat one."""
+    path = tokenizer_dir(run)
+    if path == "bytes":
+        return math_task.ByteTokenizer(), math_task.PlainTemplate()
+    hf = HFTokenizer.from_dir(path)
+    tok = math_task.PretrainedTokenizer(hf)
+    if run.chat_template == "model":
+        return tok, math_task.ChatTemplate(hf)
+    return tok, math_task.PlainTemplate()
+
+
+def model_config(run: MathRunConfig, tok) -> TransformerConfig:
+    """The tiny decoder at the run's widths, or the checkpoint's config.json with max_len P + A;
+    either stops on the tokenizer's `eos_ids` and pads with its `pad_id`."""
+    max_len = run.prompt_length + run.completion_length
+    if run.model == "tiny":
+        model = TransformerConfig(
+            vocab_size=tok.vocab_size, d_model=run.d_model, n_layers=run.n_layers,
+            n_heads=run.n_heads, d_ff=run.d_ff, max_len=max_len,
+        )  # fmt: skip
+    else:
+        model = hf_config.read(run.model, max_len=max_len)
+    model = dataclasses.replace(
+        model, eos_ids=tuple(tok.eos_ids), pad_id=tok.pad_id, dtype=run.dtype, remat=run.remat,
+        logits_chunk=run.logits_chunk,
+    )  # fmt: skip
+    math_task.check_tokenizer(tok, model)
+    return model
+
+
+def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, template, key, mesh=None):
+    """The policy RL starts from, split on `mesh` by `rules`: the checkpoint's or a random one,
+    fine-tuned if sft_steps (`mesh` default: the run's)."""
+    if mesh is None:
+        mesh = lm_mesh.make(run.mesh_shape, run.mesh_axes, 1, run.distributed)
+    rules = lm_mesh.RULES[run.rules]
+    base = None
+    if run.model != "tiny":
+        base, loaded = checkpoint.load(
+            run.model, mesh=mesh, rules=rules, max_len=model.max_len, dtype=model.dtype
+        )
+        same = dict(eos_ids=model.eos_ids, pad_id=model.pad_id, remat=model.remat)
+        if dataclasses.replace(loaded, logits_chunk=model.logits_chunk, **same) != model:
+            raise ValueError(f"model={run.model!r} does not describe {model}")
+    if run.sft_steps:
+        return fine_tune(run, model, train, tok, template, key, mesh, base)
+    if base is not None:
+        return base
+    init = lambda k: init_params(model, k)  # noqa: E731
+    return jax.jit(
+        init, out_shardings=sharding.tree_shardings(mesh, jax.eval_shape(init, key), rules)
+    )(key)
+
+
+def run(run: MathRunConfig) -> dict:
+    """Trains and evaluates; returns the results written to `<workdir>/results.json` (on
+    process 0; the other processes return the same dict without learners' pass@k)."""
+    validate(run)
+    values = learner_values(run)
+    mesh = lm_mesh.make(run.mesh_shape, run.mesh_axes, len(values), run.distributed)
+    fields = math_data.fields_for(run.layout, **dict(run.fields))
+    train, test = math_data.load_splits(run.train_path, run.test_path, fields)
+    test = test[: run.eval_problems] if run.eval_problems else test
+    tok, template = load_tokenizer(run)
+    model = model_config(run, tok)
+    train_table = math_task.make_table(train, tok, template, run.prompt_length)
+    test_table = math_task.make_table(test, tok, template, run.prompt_length)
+    keys = np.asarray(jax.random.split(jax.random.PRNGKey(run.seed), 3))
+    key_model, key_learners, key_eval = keys
+    hparams = jax.tree.map(
+        lambda *x: np.stack([np.asarray(v) for v in x]),
+        *[grpo.make_hparams(presets.hparam_values(v)) for v in values],
+    )
+    learner_keys = np.asarray(jax.random.split(key_learners, len(values)))
+    shapes = grpo.TaskData(
+        jax.eval_shape(lambda k: init_params(model, k), key_model), train_table, test_table
+    )
+    # Every sharding is checked on shapes here, before the base is loaded or anything compiles.
+    config = agent_config(run, values, model, _never_called)
+    try:
+        lm_sharding.jit_population(
+            mesh, config, shapes, learner_keys, hparams, rules=lm_mesh.RULES[run.rules]
+        )
+    except ValueError as e:
+        raise ValueError(f"rules={run.rules!r} on mesh {dict(mesh.shape)}: {e}") from None
+    base = base_params(run, model, train, tok, template, key_model, mesh)
+    main = jax.process_index() == 0
+    os.makedirs(run.workdir, exist_ok=True)
+    with Checker(timeout_s=run.checker_timeout_s, num_workers=run.checker_workers) as checker:
+        scorer = math_task.math_scorer(
+            checker, train, tok, format_weight=run.format_weight, modes=run.answer_modes
+        )
+        config = agent_config(run, values, model, scorer)
+        grpo.validate(config)
+        init, update, state_sh, data_sh = lm_sharding.jit_population(
+            mesh, config, shapes, learner_keys, hparams, rules=lm_mesh.RULES[run.rules]
+        )
+        data = jax.device_put(grpo.TaskData(base, train_table, test_table), data_sh)
+        states = init(learner_keys, hparams, data)
+        names = [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
+        path = os.path.join(run.workdir, "metrics.jsonl")
+        with open(path if main else os.devnull, "w") as f:  # rows as they come, process 0
+            for step in range(run.steps):
+                states, metrics = update(states, data)
+                metrics = jax.device_get(metrics)  # replicated: every process reads them
+                for i, name in enumerate(names):
+                    row = {k: float(v[i]) for k, v in metrics.items()}
+                    f.write(json.dumps({"step": step + 1, "learner": name, **row}) + "\n")
+                f.flush()
+        sampler = lm_sharding.jit_learner_sample(
+            mesh, state_sh.params, model_cfg=config.model, max_new_tokens=run.completion_length,
+            num_rows=len(test) * run.eval_samples, temperature=run.temperature,
+        )  # fmt: skip
+        results = {"config": dataclasses.asdict(run), "mesh": dict(mesh.shape), "learners": {}}
+        levels = np.asarray([p.level for p in test])
+        for i, name in enumerate(names):
+            correct, texts = pass_at_k(
+                run, sampler, states, i, test_table, test, checker, tok, key_eval
+            )
+            if main:
+                results["learners"][name] = evaluation.summarize(correct, texts, levels)
+        results["checker"] = dict(checker.stats)
+    if main:
+        with open(os.path.join(run.workdir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+def _never_called(tokens, problem):
+    """Stands in for the checker while the shardings are checked on shapes (nothing runs)."""
+    raise AssertionError("the shardings are checked on shapes; the step never runs")
