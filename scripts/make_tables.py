@@ -7,12 +7,22 @@ Every study has a folder ``results/<study>/`` with ``card.json`` (what the study
 command, verdict rule, and per seed set the date, commit, machine and figures) and, where the
 run's own file was kept, the ``results.json`` its script wrote; a figure with a ``path`` is read
 from that file, a figure with numbers is the card's own copy of what the script wrote (its
-``source`` says from where). Benchmarks have cards too (``kind: "benchmark"``).
+``source`` says from where). A card's ``kind`` is ``reproduction`` (the default), ``benchmark``,
+``learner`` (runs of shipped configs: one row per run) or ``record`` (measurements of a change,
+kept in its ``history`` only). Any card may keep a ``history``: earlier measurements, each with
+its date, commit, machine, figures and a note; no table shows it.
 
 The tables live between marker comments, ``<!-- BEGIN <name> -->`` ... ``<!-- END <name> -->``:
-``results`` in README.md (one row per benchmark and study), ``summary`` in docs/reproductions.md
-and docs/benchmarks.md, ``card:<study>`` (one section per study) in docs/reproductions.md, and
-``dp_cvar`` in docs/dp.md (from ``results/dp_cvar/results.json``: experiments/dp_cvar.py's rows).
+
+- ``results`` in README.md: the headline rows, the cards with a ``headline_row`` (at most
+  ``README_ROWS``, ordered by its ``rank``; its ``figures`` and ``seed_sets`` name the headline
+  figures and seed sets the row keeps, all where absent);
+- ``results`` in docs/results.md: one row per benchmark, learner and study;
+- ``summary`` in docs/reproductions.md and docs/benchmarks.md, ``card:<study>`` (one section per
+  study) in docs/reproductions.md;
+- ``runs:<study>`` in a learner card's page (``doc``): one row per run;
+- ``dp_cvar`` in docs/dp.md (from ``results/dp_cvar/results.json``: experiments/dp_cvar.py's rows).
+
 ``tests/test_tables.py`` fails when a committed table differs from what this script generates.
 """
 
@@ -24,6 +34,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
+README_ROWS = 10  # the README's headline table holds at most this many rows
+KINDS = ("reproduction", "benchmark", "learner", "record")
 
 
 def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
@@ -35,7 +47,9 @@ def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
             continue
         with open(path) as f:
             card = json.load(f)
-        for seed_set in card["seed_sets"]:
+        if kind(card) not in KINDS:
+            raise ValueError(f"{study}: kind={kind(card)!r} is invalid; allowed: {KINDS}")
+        for seed_set in card.get("seed_sets", []):
             # Each seed set reads its own run's file (``results``; default results.json).
             raw_name = seed_set.get("results", "results.json")
             raw_path = os.path.join(results_dir, study, raw_name)
@@ -50,6 +64,10 @@ def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
                     fig.update(_resolve(raw, fig["path"], f"{study}: {name}"))
         cards[study] = card
     return dict(sorted(cards.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
+
+
+def kind(card: dict) -> str:
+    return card.get("kind", "reproduction")
 
 
 def _resolve(raw, path: list, where: str) -> dict:
@@ -72,12 +90,17 @@ def _resolve(raw, path: list, where: str) -> dict:
 
 
 def fmt(fig: dict, digits: int, signed: bool) -> str:
-    """``+0.028 [+0.024, +0.031]``; a plain value when the figure has no interval."""
+    """``+0.028 [+0.024, +0.031]``; a plain value without an interval; ``values``: one number
+    per seed, listed."""
+    sign = "+" if fig.get("signed", signed) else ""
+    group = "," if fig.get("thousands") else ""  # 499,712
+    form = f"{{:{sign}{group}.{fig.get('digits', digits)}{'e' if fig.get('sci') else 'f'}}}"
+    if "values" in fig:  # one number per seed
+        text = ", ".join(form.format(v) for v in fig["values"]) + fig.get("unit", "")
+        return text.replace("-", "−")
     value = fig["value"]
     if isinstance(value, str):
         return value
-    sign = "+" if fig.get("signed", signed) else ""
-    form = f"{{:{sign}.{fig.get('digits', digits)}{'e' if fig.get('sci') else 'f'}}}"
     text = form.format(value) + fig.get("unit", "")
     if fig.get("ci"):
         low, high = fig["ci"]
@@ -93,16 +116,18 @@ def _label(seed_set: dict) -> str:
     return seed_set.get("label", f"seeds {seed_set['seeds']}")
 
 
-def _when(seed_set: dict) -> str:
-    return f"{seed_set['date']}, `{seed_set['commit']}`, {seed_set['machine']}"
+def _when(seed_set: dict, machine: str = "full") -> str:
+    """Date, commit and machine: ``full`` (with its load) or ``short`` (the CPU only)."""
+    where = seed_set["machine"].split(",")[0] if machine == "short" else seed_set["machine"]
+    return f"{seed_set['date']}, `{seed_set['commit']}`, {where}"
 
 
-def readme_table(cards: dict, page_dir: str = "", machine: bool = False) -> str:
-    """One row per benchmark and study: headline figures per seed set, verdict, provenance.
+def results_table(cards: dict, page_dir: str = "", machine: str = "full") -> str:
+    """One row per card: headline figures per seed set, verdict, provenance.
 
     Links are written relative to ``page_dir`` (the folder of the page the table goes into);
-    provenance is date and commit, with the machine where ``machine`` (the README leaves it to
-    each study's page)."""
+    ``machine`` is ``_when``'s. A reproduction's seed sets sit side by side in one line; a
+    benchmark's or learner's sets (different settings, not repeats) one line each."""
     lines = [
         "| what | headline figure (95% CI over seeds) | verdict | measured |",
         "|---|---|---|---|",
@@ -111,10 +136,10 @@ def readme_table(cards: dict, page_dir: str = "", machine: bool = False) -> str:
         figs, whens = [], []
         sets = card["seed_sets"]
         for s in sets:
-            when = _when(s) if machine else f"{s['date']}, `{s['commit']}`"
+            when = _when(s, machine)
             if when not in whens:
                 whens.append(when)
-        if card.get("kind") != "benchmark" and len(sets) > 1:
+        if kind(card) == "reproduction" and len(sets) > 1:
             # a reproduction's seed sets side by side: "seeds A / B: label x [ci] / y [ci]"
             figs.append(" / ".join(_label(s) for s in sets) + ": " + "; ".join(
                 f"{label} " + " / ".join(_figure_text(card, s, name) for s in sets)
@@ -132,6 +157,39 @@ def readme_table(cards: dict, page_dir: str = "", machine: bool = False) -> str:
     return "\n".join(lines)
 
 
+def headline_cards(cards: dict) -> dict:
+    """The README's rows: cards with a ``headline_row``, by its rank, each cut to the headline
+    figures and seed sets the row names."""
+    chosen = sorted(
+        (c for c in cards.values() if "headline_row" in c), key=lambda c: c["headline_row"]["rank"]
+    )
+    if len(chosen) > README_ROWS:
+        names = [c["study"] for c in chosen]
+        raise ValueError(
+            f"{len(chosen)} cards have a headline_row ({names}); allowed: at most {README_ROWS}"
+        )
+    out = {}
+    for card in chosen:
+        row = card["headline_row"]
+        have = {
+            "figures": [h["label"] for h in card["headline"]],
+            "seed_sets": [_label(s) for s in card["seed_sets"]],
+        }
+        for name, labels in have.items():
+            unknown = sorted(set(row.get(name, ())) - set(labels))
+            if unknown:
+                raise ValueError(
+                    f"{card['study']}: headline_row.{name} names {unknown}; allowed: {labels}"
+                )
+        keep = {name: row.get(name, labels) for name, labels in have.items()}
+        out[card["study"]] = dict(
+            card,
+            headline=[h for h in card["headline"] if h["label"] in keep["figures"]],
+            seed_sets=[s for s in card["seed_sets"] if _label(s) in keep["seed_sets"]],
+        )
+    return out
+
+
 def _relative(target: str, page_dir: str) -> str:
     """A repository-relative link (``docs/lm.md#results``) as seen from a page in ``page_dir``."""
     path, _, anchor = target.partition("#")
@@ -143,11 +201,11 @@ def _headline(card: dict) -> list[tuple[str, str]]:
     return [(h["label"], h["figure"]) for h in card["headline"]]
 
 
-def summary_table(cards: dict, kind: str) -> str:
-    """docs/<page>.md's summary: one row per study of ``kind`` with its command and verdict."""
+def summary_table(cards: dict, of_kind: str) -> str:
+    """docs/<page>.md's summary: one row per study of ``of_kind`` with its command and verdict."""
     lines = ["| study | command | claim | verdict | seed sets |", "|---|---|---|---|---|"]
     for card in cards.values():
-        if card.get("kind", "reproduction") != kind:
+        if kind(card) != of_kind:
             continue
         seeds = "; ".join(f"{s['seeds']} ({s['verdict']})" for s in card["seed_sets"])
         lines.append(
@@ -191,6 +249,21 @@ def card_section(card: dict) -> str:
     return "\n".join(lines)
 
 
+def runs_table(card: dict) -> str:
+    """A learner card's runs: one row per run (seed set) with its figures, verdict, provenance."""
+    sets = card["seed_sets"]
+    names = list(dict.fromkeys(n for s in sets for n in s["figures"]))
+    lines = [
+        "| run | " + " | ".join(names) + " | verdict | measured |",
+        "|---|" + "---|" * (len(names) + 2),
+    ]
+    for s in sets:
+        cells = [_figure_text(card, s, n) if n in s["figures"] else "–" for n in names]
+        when = _when(s) + (f", {s['wall']}" if s.get("wall") else "")
+        lines.append(f"| {_label(s)} | " + " | ".join(cells) + f" | {s['verdict']} | {when} |")
+    return "\n".join(lines)
+
+
 def dp_cvar_table(rows: list[dict]) -> str:
     """docs/dp.md's CVaR table from experiments/dp_cvar.py's results.json (a list of rows)."""
     lines = [
@@ -209,21 +282,24 @@ def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]
     """file (relative to the repository) -> marker name -> generated text."""
     with open(os.path.join(results_dir, "dp_cvar", "results.json")) as f:
         dp_rows = json.load(f)
+    shown = {k: c for k, c in cards.items() if kind(c) != "record"}
     out = {
         "docs/dp.md": {"dp_cvar": dp_cvar_table(dp_rows)},
-        "README.md": {"results": readme_table(cards)},
+        "README.md": {"results": results_table(headline_cards(cards), machine="short")},
+        "docs/results.md": {"results": results_table(shown, "docs")},
         "docs/reproductions.md": {"summary": summary_table(cards, "reproduction")},
         "docs/benchmarks.md": {
-            "summary": readme_table(
-                {k: c for k, c in cards.items() if c.get("kind") == "benchmark"},
-                "docs",
-                machine=True,
+            "summary": results_table(
+                {k: c for k, c in cards.items() if kind(c) == "benchmark"}, "docs"
             )
-        },  # fmt: skip
+        },
     }
     for study, card in cards.items():
-        if card.get("kind", "reproduction") == "reproduction":
+        if kind(card) == "reproduction":
             out["docs/reproductions.md"][f"card:{study}"] = card_section(card)
+        elif kind(card) == "learner":
+            page = card["doc"].partition("#")[0]
+            out.setdefault(page, {})[f"runs:{study}"] = runs_table(card)
     return out
 
 
@@ -241,6 +317,14 @@ def apply(text: str, blocks: dict[str, str], where: str) -> str:
             raise ValueError(f"{where}: no <!-- BEGIN {name} --> ... <!-- END {name} --> block")
         text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(3), text)
     return text
+
+
+def block_text(text: str, name: str) -> str:
+    """What a page holds between its ``name`` markers (``ValueError`` if it has none)."""
+    match = _block(name).search(text)
+    if not match:
+        raise ValueError(f"no <!-- BEGIN {name} --> ... <!-- END {name} --> block")
+    return match.group(2)
 
 
 def differences(root: str = ROOT, results_dir: str = RESULTS) -> list[str]:
