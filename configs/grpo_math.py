@@ -75,6 +75,12 @@ def get_config(arg: str = "gsm8k,tiny"):
     c.prompts_per_step = 4 if tiny else 8  # B
     c.group_size = 4 if tiny else 8  # G
     c.steps = 20 if tiny else 200  # RL updates per learner
+    c.chunk_steps = 5 if tiny else 10  # updates per compiled call (largest divisor of steps up
+    # to this); a quick pass@1 after each
+    c.checkpoint_every = 1  # chunks between checkpoints (resume: --config.resume=True)
+    c.quick_problems = 4 if tiny else 16  # held-out problems of the quick pass@1
+    c.resume = False  # continue from the latest checkpoint in the workdir (same config)
+    c.progress = True  # progress bar with rate and metrics
     c.presets = "grpo"  # comma-separated: the sweep axis (every preset x num_seeds learners)
     c.num_seeds = 1
     c.seed = 0

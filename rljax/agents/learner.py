@@ -31,13 +31,22 @@ Config = TypeVar("Config")
 # so a comparison between grid points is paired, and a member equals its solo run). The
 # evaluation branch is ``fold_in(PRNGKey(seed), EVAL_BRANCH)``: learner indices stay below
 # 2**31 (``MAX_LEARNERS``), so no learner key, and no key derived from one, is an evaluation key.
+# A run's shared base (an LM's random initialization before its SFT, all learners start from
+# it) draws from ``fold_in(PRNGKey(seed), BASE_BRANCH)``, a branch of its own.
 EVAL_BRANCH = 2**32 - 1
+BASE_BRANCH = 2**32 - 2
 MAX_LEARNERS = 2**31
 
 
 def learner_key(seed, index) -> jax.Array:
     """The root key of learner ``index`` (its seed index within a grid point) of run ``seed``."""
     return jax.random.fold_in(jax.random.PRNGKey(seed), index)
+
+
+def base_key(seed) -> jax.Array:
+    """The key of run ``seed``'s shared base (e.g. the random initialization an LM's SFT starts
+    from); no learner or evaluation key derives from it."""
+    return jax.random.fold_in(jax.random.PRNGKey(seed), BASE_BRANCH)
 
 
 def eval_key(seed) -> jax.Array:

@@ -6,9 +6,13 @@ lock file beside its workdir (``<parent>/.<name>.lock``; beside, not inside, bec
 moves an earlier workdir aside) before it builds or compiles anything, and a second run on the
 same workdir is refused with one line. The lock belongs to the open file, so it is released when
 the run ends, crashes or is killed (SIGKILL included): no stale lock can outlive its process.
-Within one process the lock is re-entrant (a resume in the same process is allowed).
+Within one process the lock is re-entrant (a resume in the same process is allowed). The lock
+is keyed on the workdir's real path, so a second run that reaches the same folder through a
+symbolic link is refused too. Front ends hold it with ``with holding(workdir):``, which gives it
+back however the run ends.
 """
 
+import contextlib
 import fcntl
 import os
 
@@ -19,22 +23,30 @@ class WorkdirInUseError(ValueError):
     """Another live process holds the workdir's lock."""
 
 
+def _key(workdir: str) -> str:
+    """The workdir's real absolute path (symbolic links resolved, even to a folder not made yet)."""
+    return os.path.realpath(os.path.expanduser(workdir)).rstrip(os.sep)
+
+
 def lock_path(workdir: str) -> str:
     """The lock file of ``workdir``: ``<parent>/.<name>.lock``."""
-    path = os.path.abspath(os.path.expanduser(workdir)).rstrip(os.sep)
+    path = _key(workdir)
     parent, name = os.path.split(path)
     return os.path.join(parent, f".{name}.lock")
 
 
-def acquire(workdir: str) -> None:
+def acquire(workdir: str) -> bool:
     """Takes the workdir's lock for this process (a no-op if this process holds it already).
+
+    Returns:
+      True if this call took it, False if this process held it already.
 
     Raises:
       WorkdirInUseError: another process holds it; the message names the workdir and its pid.
     """
-    key = os.path.abspath(os.path.expanduser(workdir))
+    key = _key(workdir)
     if key in _HELD:
-        return
+        return False
     path = lock_path(workdir)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -52,11 +64,12 @@ def acquire(workdir: str) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _HELD[key] = fd
+    return True
 
 
 def release(workdir: str) -> None:
     """Gives the lock back (a no-op if this process does not hold it)."""
-    fd = _HELD.pop(os.path.abspath(os.path.expanduser(workdir)), None)
+    fd = _HELD.pop(_key(workdir), None)
     if fd is not None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
@@ -64,4 +77,19 @@ def release(workdir: str) -> None:
 
 def held(workdir: str) -> bool:
     """Whether this process holds ``workdir``'s lock."""
-    return os.path.abspath(os.path.expanduser(workdir)) in _HELD
+    return _key(workdir) in _HELD
+
+
+@contextlib.contextmanager
+def holding(workdir: str, *, primary: bool = True):
+    """The workdir's lock for the ``with`` block, given back on any exit (an error included).
+
+    ``primary=False`` (the other processes of a multi-host job, which write nothing) takes no
+    lock. A lock this process held before the block stays held after it (re-entrant).
+    """
+    took = acquire(workdir) if primary else False
+    try:
+        yield
+    finally:
+        if took:
+            release(workdir)

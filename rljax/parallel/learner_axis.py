@@ -24,6 +24,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec
 
 from rljax import cli
 from rljax.parallel import sharding
@@ -66,6 +67,35 @@ def shardings(mesh: jax.sharding.Mesh, states: Any, rules: sharding.Rules) -> tu
       ValueError: if ``A`` (or an environment axis) is not divisible by its mesh axes.
     """
     return sharding.tree_shardings(mesh, states, rules), sharding.replicated(mesh)
+
+
+def member_shardings(
+    mesh: jax.sharding.Mesh, tree: Any, rules: sharding.Rules, *, axis: str = "seeds"
+) -> Any:
+    """Shardings of a population's trees with leaves ``[A, ...]``: the learner axis ``A`` over
+    ``axis`` (when the mesh has it), each learner's ``[...]`` by ``rules`` (e.g. the transformer's
+    ``rljax.parallel.steps.LM_FSDP``): learners side by side, each one's weights split over the
+    devices of its ``seeds`` slice.
+
+    Raises:
+      ValueError: if ``A`` is not divisible by the ``axis`` size, or a rule's split does not
+        divide a learner's dimension (naming the leaf).
+    """
+    lead = axis if axis in mesh.shape else None
+    size = mesh.shape[axis] if lead else 1
+    for leaf in jax.tree.leaves(tree):
+        if leaf.shape[0] % size:
+            raise ValueError(
+                f"a population of {leaf.shape[0]} learners cannot be split over the mesh's "
+                f"{axis!r} axis of size {size}; allowed: populations divisible by {size}"
+            )
+    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
+    specs = sharding.partition_specs(mesh, one, rules)
+    return jax.tree.map(
+        lambda s: NamedSharding(mesh, PartitionSpec(lead, *s)),
+        specs,
+        is_leaf=lambda x: isinstance(x, PartitionSpec),
+    )
 
 
 CHUNK_COPIES = 2  # a chunk's input and output states are alive together
@@ -128,7 +158,13 @@ def check_learner_map(value: str) -> None:
 
 
 def map_learners(
-    fn, states: Any, *shared: Any, groups: int = 1, mode: str = "vmap", unbatch_one: bool = True
+    fn,
+    states: Any,
+    *shared: Any,
+    groups: int = 1,
+    mode: str = "vmap",
+    unbatch_one: bool = True,
+    spmd_axis_name: str | None = None,
 ):
     """``fn`` applied to every learner of ``states`` (leaves ``[A, ...]``); ``shared`` unbatched.
 
@@ -151,13 +187,17 @@ def map_learners(
     does it round as the learner alone does (the LM populations keep that:
     ``rljax.train.population.Spec.unbatch_one``).
 
+    ``spmd_axis_name`` (e.g. ``"seeds"``) keeps the learner axis on that mesh axis inside the
+    vmapped ``fn``, so the sharding constraints a learner's step sets on its own arrays (an LM
+    step's rows over ``data`` / ``fsdp``) leave ``A`` where the population lives.
+
     Returns:
       ``(states, extras)``, leaves ``[A, ...]``.
     """
     if unbatch_one and jax.tree.leaves(states)[0].shape[0] == 1 and mode == "vmap":
         squeeze = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
         return jax.tree.map(lambda x: x[None], fn(squeeze(states), *shared))
-    batched = jax.vmap(fn, in_axes=(0, *(None,) * len(shared)))
+    batched = jax.vmap(fn, in_axes=(0, *(None,) * len(shared)), spmd_axis_name=spmd_axis_name)
     if mode == "vmap":
         return batched(states, *shared)
     check_learner_map(mode)

@@ -140,8 +140,12 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     )  # fmt: skip
     if start == total:  # finished already: nothing to build, compile or run
         return None, loop.load_summary(run_config.workdir, total)
-    if jax.process_index() == 0:  # one run per workdir, refused before anything compiles
-        workdir_lock.acquire(run_config.workdir)
+    # One run per workdir, refused before anything compiles; given back however the run ends.
+    with workdir_lock.holding(run_config.workdir, primary=jax.process_index() == 0):
+        return _train(agent, agent_config, run_config, points, total, start, config)
+
+
+def _train(agent, agent_config, run_config: RunConfig, points, total: int, start: int, config):
     agent_config = dataclasses.replace(agent_config, num_updates=total)
     # A resumed run's chunks must land on its checkpoint and on the (possibly extended) budget.
     updates = loop.chunk_size(total, run_config.chunk_updates)
@@ -151,13 +155,10 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
     learner_axis.check_population(  # a population that cannot fit is refused before compiling
         agent, agent_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
     )
-    try:
-        result = population.run(
-            spec(agent, agent_config, env, run_config, points, total, updates),
-            workdir=run_config.workdir, resume=run_config.resume, progress=run_config.progress,
-            title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
-            checkpoint_every=run_config.checkpoint_every, fingerprint=config,
-        )  # fmt: skip
-    finally:
-        workdir_lock.release(run_config.workdir)
+    result = population.run(
+        spec(agent, agent_config, env, run_config, points, total, updates),
+        workdir=run_config.workdir, resume=run_config.resume, progress=run_config.progress,
+        title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
+        checkpoint_every=run_config.checkpoint_every, fingerprint=config,
+    )  # fmt: skip
     return result.states, result.summary

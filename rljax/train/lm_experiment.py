@@ -368,8 +368,12 @@ def train(run_cfg: LMRunConfig) -> Outcome:
     )
     if start == run_cfg.steps:  # finished already: nothing to build, compile or run
         return Outcome(None, loop.load_summary(run_cfg.workdir, run_cfg.steps))
-    if jax.process_index() == 0:  # one run per workdir, refused before anything is built
-        workdir_lock.acquire(run_cfg.workdir)
+    # One run per workdir, refused before anything is built; given back however the run ends.
+    with workdir_lock.holding(run_cfg.workdir, primary=jax.process_index() == 0):
+        return _train(run_cfg, points, config)
+
+
+def _train(run_cfg: LMRunConfig, points: list[dict], config: dict) -> Outcome:
     t0 = time.perf_counter()
     agent_cfg, data, hparams, values, test, info = build(run_cfg, points)
     base_s = time.perf_counter() - t0
@@ -400,5 +404,4 @@ def train(run_cfg: LMRunConfig) -> Outcome:
     learners_run = len(points) * run_cfg.num_seeds
     timings = lm_report.timings(summary, base_s, time.perf_counter() - t1, learners_run)
     text = lm_report.write_report(run_cfg, points, values, base, learners, timings, run_cfg.workdir)
-    workdir_lock.release(run_cfg.workdir)
     return Outcome(states, summary, text, base, learners, values, result.metrics)

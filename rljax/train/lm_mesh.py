@@ -3,8 +3,9 @@
 A run names a mesh (`mesh_shape` x `mesh_axes`, axes from `rljax.parallel.mesh.AXIS_NAMES`) and
 how a learner's weights split on it (`rules`, a key of `RULES`). The learners (presets x seeds)
 are split over `seeds`; `fsdp` / `tensor` split each learner's weights (`rljax.train.lm_sharding`).
-`check` needs no devices, so the entry point runs it before `jax.distributed` starts; `make`
-runs once the job's devices are known, before anything compiles.
+`check` needs no devices, so the entry point runs it before `jax.distributed` starts;
+`check_processes` and `check_learners` run once the job's devices are known, before anything
+compiles (the mesh itself is the pipeline's, `rljax.train.population.make_mesh`).
 """
 
 from __future__ import annotations
@@ -45,12 +46,11 @@ def check(shape, axes, rules: str, learners: int) -> None:
         _divides(config.shape, seeds, learners)
 
 
-def make(shape, axes, learners: int, dist: distributed.DistributedConfig) -> jax.sharding.Mesh:
-    """The mesh over this job's devices (a fixed shape takes the first ones, -1 the rest).
+def check_processes(dist: distributed.DistributedConfig) -> None:
+    """Refuses a job whose `distributed` fields name more processes than JAX runs.
 
     Raises:
-      ValueError: if `dist` names more processes than JAX runs (the entry point did not
-        initialize them), or the shape does not fit the devices or the population.
+      ValueError: the entry point did not initialize them (`rljax.parallel.distributed`).
     """
     if not dist.auto_detect and dist.num_processes != jax.process_count():
         raise ValueError(
@@ -58,10 +58,8 @@ def make(shape, axes, learners: int, dist: distributed.DistributedConfig) -> jax
             f"{jax.process_count()} process(es): call rljax.parallel.distributed.initialize "
             "before anything touches a device (experiments/train_math.py does)"
         )
-    config = mesh_lib.MeshConfig(tuple(shape), tuple(axes))
-    try:
-        mesh = mesh_lib.make_mesh(config, mesh_lib.devices_for(config))
-    except ValueError as e:
-        raise ValueError(f"mesh_shape / mesh_axes: {e}") from None
-    _divides(config.shape, mesh.shape.get("seeds", 1), learners)
-    return mesh
+
+
+def check_learners(mesh: jax.sharding.Mesh, learners: int) -> None:
+    """Refuses a built mesh whose `seeds` size does not divide the population."""
+    _divides(tuple(mesh.shape.values()), mesh.shape.get("seeds", 1), learners)

@@ -4,8 +4,9 @@ Parameters, the frozen reference model and the AdamW moments are placed by the t
 of ``rljax.parallel.steps`` (``LM_FSDP`` by default: each weight split once over ``fsdp``); the
 sampler's prompt/completion rows are split over ``("data", "fsdp")``. ``rljax.agents.grpo.update``
 and ``rljax.lm.model.sampling.sample`` run unchanged: only their ``jax.jit`` carries shardings.
-A population of such learners (``jit_population``: leaves ``[A, ...]``) puts its learners on
-``seeds`` and splits each one's weights by the same rules (``population_shardings``).
+A population of such learners is a ``rljax.train.population.Spec`` with ``member_rules``: its
+learners on ``seeds``, each one's weights split by the same rules
+(``rljax.parallel.learner_axis.member_shardings``), trained by the pipeline's one chunk.
 """
 
 import dataclasses
@@ -92,82 +93,6 @@ def task_data_shardings(mesh: jax.sharding.Mesh, data: grpo.TaskData, rules: sha
         jax.tree.map(lambda _: replicated, data.train),
         jax.tree.map(lambda _: replicated, data.eval),
     )
-
-
-def population_shardings(
-    mesh: jax.sharding.Mesh, tree: Any, rules: sharding.Rules, *, axis: str = "seeds"
-) -> Any:
-    """Shardings of a population's trees with leaves ``[A, ...]``: the learner axis ``A`` over
-    ``axis`` (when the mesh has it), each learner's ``[...]`` by ``rules`` (e.g. ``LM_FSDP``).
-
-    Raises:
-      ValueError: if ``A`` is not divisible by the ``axis`` size, or a rule's split does not
-        divide a learner's dimension (naming the leaf).
-    """
-    lead = axis if axis in mesh.shape else None
-    size = mesh.shape[axis] if lead else 1
-    for leaf in jax.tree.leaves(tree):
-        if leaf.shape[0] % size:
-            raise ValueError(
-                f"a population of {leaf.shape[0]} learners cannot be split over the mesh's "
-                f"{axis!r} axis of size {size}; allowed: populations divisible by {size}"
-            )
-    one = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
-    specs = sharding.partition_specs(mesh, one, rules)
-    return jax.tree.map(
-        lambda s: NamedSharding(mesh, PartitionSpec(lead, *s)),
-        specs,
-        is_leaf=lambda x: isinstance(x, PartitionSpec),
-    )
-
-
-def jit_population(
-    mesh: jax.sharding.Mesh,
-    config: grpo.Config,
-    data: grpo.TaskData,
-    keys: jax.Array,
-    hparams: grpo.Hparams,
-    *,
-    rules: sharding.Rules = steps.LM_FSDP,
-    split_rows: bool = True,
-):
-    """A population's ``vmap(grpo.init)`` and ``vmap(grpo.update)`` jitted on ``mesh``.
-
-    Learner ``a`` is row ``a`` of every state leaf; the rows are split over ``seeds`` and each
-    learner's parameters and AdamW moments by ``rules``, as are the base parameters in ``data``
-    (shared, not vmapped); the tables are replicated, the states donated, and the metrics
-    ``[A]`` come back replicated (readable on every process). With ``split_rows`` each
-    learner's step rows are constrained to ``data`` / ``fsdp`` as in ``jit_learner_update``
-    (the learner axis stays on ``seeds``: ``vmap``'s ``spmd_axis_name``).
-
-    Args:
-      keys, hparams: the learners' root keys ``[A, 2]`` and ``Hparams`` with leaves ``[A]``
-        (arrays or shape structs: only their shapes are read).
-
-    Returns:
-      ``(init, update, state_shardings, data_shardings)``: ``init(keys, hparams, data)`` creates
-      the states in place and ``update(states, data)`` returns ``(states, metrics)``.
-    """
-    if split_rows:
-        config = dataclasses.replace(config, row_sharding=row_sharding(mesh, config))
-    lead = "seeds" if "seeds" in mesh.shape else None
-    replicated = sharding.replicated(mesh)
-    data_shardings = task_data_shardings(mesh, data, rules)
-    init_fn = jax.vmap(lambda k, h, d: grpo.init(config, d, k, h), in_axes=(0, 0, None))
-    states = jax.eval_shape(init_fn, keys, hparams, data)
-    state_shardings = population_shardings(mesh, states, rules)
-    init = jax.jit(
-        init_fn,
-        in_shardings=(replicated, replicated, data_shardings),
-        out_shardings=state_shardings,
-    )
-    update = jax.jit(
-        jax.vmap(lambda s, d: grpo.update(config, d, s), in_axes=(0, None), spmd_axis_name=lead),
-        in_shardings=(state_shardings, data_shardings),
-        out_shardings=(state_shardings, replicated),
-        donate_argnums=(0,),
-    )
-    return init, update, state_shardings, data_shardings
 
 
 def jit_learner_sample(

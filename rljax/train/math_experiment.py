@@ -1,15 +1,22 @@
-"""Math RLVR end to end: local GSM8K / MATH files -> (SFT) -> GRPO-family learners -> pass@k.
+"""Math RLVR on local GSM8K / MATH files, a front end of the one population pipeline.
 
 One run: load the train and test files (`rljax.lm.tasks.math_data`, checked disjoint), render
-prompts
-with the template and tokenizer (`rljax.lm.tasks.math_task`), build the policy, optionally fine-tune
-it on `#### <answer>` completions, train every learner of the population (`presets` x `seeds`)
-with `jax.vmap(grpo.update)` under one `jit` — the rewards come from the math-verify checker
-through `jax.pure_callback` inside that program — then sample `eval_samples` completions of each
-held-out problem per learner and write pass@k (`rljax.lm.tasks.evaluation.summarize`).
+prompts with the template and tokenizer (`rljax.lm.tasks.math_task`), build the base policy
+(optionally fine-tuned on `#### <answer>` completions), then hand the population (`presets` x
+`num_seeds` GRPO-family learners) to `rljax.train.population.run`: one vmapped, jitted chunk of
+`chunk_steps` updates at a time, whose rewards come from the math-verify checker through
+`jax.pure_callback` inside the program, with the pipeline's checkpoints every
+`checkpoint_every` chunks, exact resume (`resume`), the config fingerprint, NaN stop, progress
+bar, metrics.jsonl/csv, curves.png and the workdir lock. After every chunk each learner's
+quick pass@1 on the first `quick_problems` held-out problems is in the metrics; at the end
+`eval_samples` completions of every held-out problem per learner give pass@k
+(`rljax.lm.tasks.evaluation.summarize`), written to `<workdir>/results.json` with the config
+and the final evaluation's checker statistics.
 
-Writes `<workdir>/metrics.jsonl` (one row per step and learner) and `<workdir>/results.json`
-(config, per-learner pass@k curve with bootstrap intervals, checker statistics).
+Keys follow the pipeline's rule (`rljax.agents.learner`): learner `s` of every preset starts
+from `learner_key(seed, s)`; the base (random initialization of the tiny model) from
+`base_key(seed)`; the final pass@k from `fold_in(eval_key(seed), 0)`.
+
 Models: "tiny" is the decoder built at the config's widths (random initialization, then SFT); a
 checkpoint folder (config.json + safetensors, `rljax.lm.model.hf`) is read at its own sizes with
 max_len = P + A and its parameters are the base (fine-tuned first only if `sft_steps > 0`).
@@ -17,14 +24,14 @@ max_len = P + A and its parameters are the base (fine-tuned first only if `sft_s
 `chat_template` "plain" (`math_task.PlainTemplate`) or "model" (the tokenizer's chat template);
 the model config takes the tokenizer's stop and pad ids.
 
-Devices: the run builds the mesh `mesh_shape` x `mesh_axes` (`rljax.parallel.mesh`; a fixed
-shape takes the first devices, -1 the rest). The learners ([A] rows of every state leaf) are
-split over its `seeds` axis, and each learner's parameters and AdamW moments, the base and the
-SFT state over `fsdp` / `tensor` by `rules` (`rljax.parallel.steps`: "fsdp" or "fsdp_tensor");
-the update and the pass@k sampler are jitted with these shardings (`rljax.train.lm_sharding`). On
-several processes (`distributed`, `rljax.parallel.distributed`, initialized by the entry point
-before anything touches a device) every process runs this same program; the checker's callback
-runs on the first device (process 0), and only process 0 judges pass@k and writes files.
+Devices: the pipeline builds the mesh `mesh_shape` x `mesh_axes` (`population.make_mesh`; a
+fixed shape takes the first devices, -1 the rest). The learners ([A] rows of every state leaf)
+are split over its `seeds` axis, and each learner's parameters and AdamW moments, the base and
+the SFT state over `fsdp` / `tensor` by `rules` (`population.Spec.member_rules`; "fsdp" or
+"fsdp_tensor" of `rljax.parallel.steps`); each learner's rows over `data` / `fsdp`. On several
+processes (`distributed`, `rljax.parallel.distributed`, initialized by the entry point before
+anything touches a device) every process runs this same program; the checker's callback runs on
+the first device (process 0), and only process 0 judges pass@k and writes files.
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.agents import grpo, sft
+from rljax.agents import grpo, learner, sft
 from rljax.agents.grpo import presets
+from rljax.io import fingerprint, workdir_lock
 from rljax.lm.model.decoder import DTYPES, TransformerConfig, init_params
 from rljax.lm.model.hf import checkpoint
 from rljax.lm.model.hf import config as hf_config
@@ -48,7 +56,8 @@ from rljax.lm.tasks import evaluation, math_answers, math_data, math_task
 from rljax.lm.tasks.batches import SeqBatch
 from rljax.lm.tasks.math_checker import Checker
 from rljax.parallel import distributed, sharding, steps
-from rljax.train import lm_mesh, lm_sharding
+from rljax.parallel import mesh as mesh_lib
+from rljax.train import lm_mesh, lm_sharding, loop, population
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +84,12 @@ class MathRunConfig:
     prompts_per_step: int = 4  # B
     group_size: int = 4  # G
     steps: int = 2  # RL updates per learner
+    # Updates per compiled call (the largest divisor of steps up to this); quick pass@1 after each.
+    chunk_steps: int = 1
+    checkpoint_every: int = 1  # chunks between checkpoints
+    quick_problems: int = 4  # held-out problems of the quick pass@1 after every chunk
+    resume: bool = False  # continue from the latest checkpoint in workdir
+    progress: bool = True  # a progress bar with rate and metrics
     presets: tuple[str, ...] = ("grpo",)  # one grid point per preset (a sweep axis)
     num_seeds: int = 1  # learners per preset
     seed: int = 0
@@ -162,6 +177,7 @@ def validate(run: MathRunConfig) -> None:
     for name in (
         "d_model", "n_layers", "n_heads", "d_ff", "prompt_length", "completion_length",
         "prompts_per_step", "steps", "num_seeds", "eval_samples", "checker_workers",
+        "chunk_steps", "checkpoint_every", "quick_problems",
     ):  # fmt: skip
         _positive(name, getattr(run, name))
     _positive("group_size", run.group_size, 2)
@@ -303,7 +319,7 @@ def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, templa
     """The policy RL starts from, split on `mesh` by `rules`: the checkpoint's or a random one,
     fine-tuned if sft_steps (`mesh` default: the run's)."""
     if mesh is None:
-        mesh = lm_mesh.make(run.mesh_shape, run.mesh_axes, 1, run.distributed)
+        mesh = population.make_mesh(mesh_lib.MeshConfig(run.mesh_shape, run.mesh_axes))
     rules = lm_mesh.RULES[run.rules]
     base = None
     if run.model != "tiny":
@@ -323,78 +339,153 @@ def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, templa
     )(key)
 
 
+# Fields a resumed run may change: the budget, logging, the final evaluation and the checker's
+# pool. Any other change is refused, naming the fields, before anything is built.
+RESUMABLE_FIELDS = (
+    "steps", "checkpoint_every", "progress", "resume", "workdir", "eval_problems", "eval_samples",
+    "checker_workers", "distributed",
+)  # fmt: skip
+LOOP_OPTIONS = dict(  # the host loop's settings: the score is the last quick pass@1
+    final_window=1e-9, score_key="eval/pass@1", count_key=None, score_name="pass@1",
+    x_name="samples", rows_per_learner=True,
+)  # fmt: skip
+RESULTS = "results.json"
+
+
+def fingerprint_config(run: MathRunConfig) -> dict:
+    """The run's fields as its fingerprint (`<workdir>/config.json`) holds them."""
+    return dataclasses.asdict(run)
+
+
+def _results_config(run: MathRunConfig) -> dict:
+    """What results.json records of the config: every field but how this process was started
+    (`resume`, `progress`), so a resumed run writes the file an uninterrupted one writes."""
+    return {k: v for k, v in dataclasses.asdict(run).items() if k not in ("resume", "progress")}
+
+
+def learner_names(run: MathRunConfig) -> list[str]:
+    """`<preset>/seed<s>` of every learner, preset-major (the pipeline's grid-major order)."""
+    return [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
+
+
 def run(run: MathRunConfig) -> dict:
     """Trains and evaluates; returns the results written to `<workdir>/results.json` (on
-    process 0; the other processes return the same dict without learners' pass@k)."""
+    process 0; the other processes return the same dict without learners' pass@k).
+
+    A finished run (results.json written, its fingerprint equal) returns its results having
+    done nothing; one stopped after a checkpoint resumes with `resume=True` to the same numbers.
+    """
     validate(run)
+    config = fingerprint_config(run)
+    start = fingerprint.resume_point(
+        run.workdir, config, mutable=RESUMABLE_FIELDS, num_updates=run.steps, resume=run.resume
+    )
+    done = os.path.join(run.workdir, RESULTS)
+    if start == run.steps and os.path.isfile(done):  # finished already: nothing to build
+        with open(done) as f:
+            return json.load(f)
+    with workdir_lock.holding(run.workdir, primary=jax.process_index() == 0):
+        return _train_and_evaluate(run, config)
+
+
+def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
     values = learner_values(run)
-    mesh = lm_mesh.make(run.mesh_shape, run.mesh_axes, len(values), run.distributed)
+    mesh_config = mesh_lib.MeshConfig(tuple(run.mesh_shape), tuple(run.mesh_axes))
+    lm_mesh.check_processes(run.distributed)
+    mesh = population.make_mesh(mesh_config)
+    lm_mesh.check_learners(mesh, len(values))
     fields = math_data.fields_for(run.layout, **dict(run.fields))
     train, test = math_data.load_splits(run.train_path, run.test_path, fields)
     test = test[: run.eval_problems] if run.eval_problems else test
+    quick = test[: run.quick_problems]
     tok, template = load_tokenizer(run)
     model = model_config(run, tok)
     train_table = math_task.make_table(train, tok, template, run.prompt_length)
     test_table = math_task.make_table(test, tok, template, run.prompt_length)
-    keys = np.asarray(jax.random.split(jax.random.PRNGKey(run.seed), 3))
-    key_model, key_learners, key_eval = keys
-    hparams = jax.tree.map(
-        lambda *x: np.stack([np.asarray(v) for v in x]),
-        *[grpo.make_hparams(presets.hparam_values(v)) for v in values],
-    )
-    learner_keys = np.asarray(jax.random.split(key_learners, len(values)))
+    # The quick set is the first rows of the held-out table; the scorer's problems are the
+    # training ones, then the quick set (its rows offset).
+    quick_table = jax.tree.map(lambda x: x[: len(quick)], test_table)
+    quick_table = quick_table._replace(index=quick_table.index + len(train))
     shapes = grpo.TaskData(
-        jax.eval_shape(lambda k: init_params(model, k), key_model), train_table, test_table
+        jax.eval_shape(lambda k: init_params(model, k), learner.base_key(run.seed)),
+        train_table,
+        quick_table,
     )
     # Every sharding is checked on shapes here, before the base is loaded or anything compiles.
-    config = agent_config(run, values, model, _never_called)
     try:
-        lm_sharding.jit_population(
-            mesh, config, shapes, learner_keys, hparams, rules=lm_mesh.RULES[run.rules]
+        spec = _spec(
+            run, mesh, mesh_config, agent_config(run, values, model, _never_called), shapes
         )
+        population.state_shardings(spec, mesh, population.init(spec, abstract=True))
+        population.env_shardings(spec, mesh)
     except ValueError as e:
         raise ValueError(f"rules={run.rules!r} on mesh {dict(mesh.shape)}: {e}") from None
-    base = base_params(run, model, train, tok, template, key_model, mesh)
+    base = base_params(run, model, train, tok, template, learner.base_key(run.seed), mesh)
     main = jax.process_index() == 0
-    os.makedirs(run.workdir, exist_ok=True)
     with Checker(timeout_s=run.checker_timeout_s, num_workers=run.checker_workers) as checker:
         scorer = math_task.math_scorer(
-            checker, train, tok, format_weight=run.format_weight, modes=run.answer_modes
+            checker, train + quick, tok, format_weight=run.format_weight, modes=run.answer_modes
         )
-        config = agent_config(run, values, model, scorer)
-        grpo.validate(config)
-        init, update, state_sh, data_sh = lm_sharding.jit_population(
-            mesh, config, shapes, learner_keys, hparams, rules=lm_mesh.RULES[run.rules]
-        )
-        data = jax.device_put(grpo.TaskData(base, train_table, test_table), data_sh)
-        states = init(learner_keys, hparams, data)
-        names = [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
-        path = os.path.join(run.workdir, "metrics.jsonl")
-        with open(path if main else os.devnull, "w") as f:  # rows as they come, process 0
-            for step in range(run.steps):
-                states, metrics = update(states, data)
-                metrics = jax.device_get(metrics)  # replicated: every process reads them
-                for i, name in enumerate(names):
-                    row = {k: float(v[i]) for k, v in metrics.items()}
-                    f.write(json.dumps({"step": step + 1, "learner": name, **row}) + "\n")
-                f.flush()
-        sampler = lm_sharding.jit_learner_sample(
-            mesh, state_sh.params, model_cfg=config.model, max_new_tokens=run.completion_length,
-            num_rows=len(test) * run.eval_samples, temperature=run.temperature,
+        agent_cfg = agent_config(run, values, model, scorer)
+        grpo.validate(agent_cfg)
+        data = grpo.TaskData(base, train_table, quick_table)
+        result = population.run(
+            _spec(run, mesh, mesh_config, agent_cfg, data),
+            workdir=run.workdir, title=f"math {run.layout}", checkpoint_every=run.checkpoint_every,
+            resume=run.resume, progress=run.progress, fingerprint=config, **LOOP_OPTIONS,
         )  # fmt: skip
-        results = {"config": dataclasses.asdict(run), "mesh": dict(mesh.shape), "learners": {}}
+        if result.summary.interrupted:
+            return {"config": _results_config(run), "interrupted": True, "learners": {}}
+        states = result.states
+        checker.forget()  # the final evaluation's own counts, the same after a resume
+        sampler = lm_sharding.jit_learner_sample(
+            mesh, jax.tree.map(lambda x: x.sharding, states.params), model_cfg=agent_cfg.model,
+            max_new_tokens=run.completion_length, num_rows=len(test) * run.eval_samples,
+            temperature=run.temperature,
+        )  # fmt: skip
+        results = {"config": _results_config(run), "mesh": dict(mesh.shape), "learners": {}}
         levels = np.asarray([p.level for p in test])
-        for i, name in enumerate(names):
-            correct, texts = pass_at_k(
-                run, sampler, states, i, test_table, test, checker, tok, key_eval
-            )
+        key = jax.random.fold_in(learner.eval_key(run.seed), 0)  # quick evaluations: steps >= 1
+        for i, name in enumerate(learner_names(run)):
+            correct, texts = pass_at_k(run, sampler, states, i, test_table, test, checker, tok, key)
             if main:
                 results["learners"][name] = evaluation.summarize(correct, texts, levels)
         results["checker"] = dict(checker.stats)
     if main:
-        with open(os.path.join(run.workdir, "results.json"), "w") as f:
+        tmp = os.path.join(run.workdir, RESULTS + ".tmp")
+        with open(tmp, "w") as f:
             json.dump(results, f, indent=1)
+        os.replace(tmp, os.path.join(run.workdir, RESULTS))
     return results
+
+
+def _spec(run: MathRunConfig, mesh, mesh_config, agent_cfg: grpo.Config, data) -> population.Spec:
+    """The run's population: presets x seeds of the GRPO learner, learners on `seeds`, each
+    one's weights (and the shared base) split by `rules`, each step's rows over data / fsdp."""
+    agent_cfg = dataclasses.replace(
+        agent_cfg,
+        row_sharding=lm_sharding.row_sharding(mesh, agent_cfg),
+        eval_seed=run.seed,
+    )
+    hparams = [grpo.make_hparams(presets.hparam_values(presets.resolve(p))) for p in run.presets]
+    rules = lm_mesh.RULES[run.rules]
+    return population.Spec(
+        learner=grpo,
+        config=agent_cfg,
+        env=data,
+        hparams=jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *hparams),
+        num_updates=run.steps,
+        chunk_updates=loop.chunk_size(run.steps, run.chunk_steps),
+        num_seeds=run.num_seeds,
+        seed=run.seed,
+        grid=tuple({"preset": p} for p in run.presets),
+        env_as_argument=True,
+        mesh=mesh_config,
+        member_rules=rules,
+        env_rules=rules,
+        # A learner alone rounds as each of a population (members equal their solo runs).
+        unbatch_one=False,
+    )
 
 
 def _never_called(tokens, problem):

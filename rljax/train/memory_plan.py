@@ -40,7 +40,7 @@ from rljax.lm.model.decoder import TransformerConfig, init_params
 from rljax.lm.model.hf.config import from_hf
 from rljax.lm.tasks import device_reward
 from rljax.parallel import sharding
-from rljax.train import lm_sharding
+from rljax.train import lm_sharding, population
 
 
 def _hf(arch, hidden, inter, heads, kv, layers, vocab, tie, theta, **extra) -> dict:
@@ -204,20 +204,24 @@ def compile_step(mesh: jax.sharding.Mesh, plan: PlanConfig):
 
 
 def compile_population(mesh: jax.sharding.Mesh, plan: PlanConfig, learners: int):
-    """`learners` whole RLVR steps as one `vmap`ped program
-    (`rljax.train.lm_sharding.jit_population`):
-    the learners on the mesh's ``seeds`` axis, each one's state split by `plan.rules`, the base
-    shared."""
+    """`learners` whole RLVR steps as the pipeline trains them: one chunk of one update of
+    `rljax.train.population` (the learners on the mesh's ``seeds`` axis, each one's state split
+    by `plan.rules`, the base shared and split by them too), compiled on shapes."""
     config, _, data = abstract_inputs(plan)
-    stack = lambda x: jax.ShapeDtypeStruct((learners, *x.shape), x.dtype)  # noqa: E731
-    hparams = jax.tree.map(stack, _hparams(plan))
-    keys = jax.ShapeDtypeStruct((learners, 2), jnp.uint32)
-    _, update, _, _ = lm_sharding.jit_population(
-        mesh, config, data, keys, hparams, rules=plan.rules, split_rows=plan.split_rows
-    )
-    init = jax.vmap(lambda k, h, d: grpo.init(config, d, k, h), in_axes=(0, 0, None))
-    states = jax.eval_shape(init, keys, hparams, data)
-    return update.lower(states, data).compile()
+    if plan.split_rows:
+        config = dataclasses.replace(config, row_sharding=lm_sharding.row_sharding(mesh, config))
+    spec = population.Spec(
+        learner=grpo, config=config, env=data,
+        hparams=jax.tree.map(lambda x: np.asarray(x)[None], _hparams(plan)),
+        num_updates=1, chunk_updates=1, num_seeds=learners, env_as_argument=True,
+        member_rules=plan.rules, env_rules=plan.rules, unbatch_one=False,
+    )  # fmt: skip
+    states = population.init(spec, abstract=True)
+    shardings = population.state_shardings(spec, mesh, states)
+    chunk = population.chunk_fn(spec, 1, shardings)
+    placed = sharding.abstract(states, shardings[0])
+    env = sharding.abstract(data, population.env_shardings(spec, mesh))
+    return chunk.lower(placed, env).compile()
 
 
 def compile_sampler(mesh: jax.sharding.Mesh, plan: PlanConfig):

@@ -48,6 +48,13 @@ class Spec:
     env_as_argument: bool = False
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: the default device)
     sharding_rules: sharding.Rules = learner_axis.SEEDS  # learner-state rules on the mesh
+    # Rules of one learner's own leaves [...] (e.g. rljax.parallel.steps.LM_FSDP): the learner
+    # axis A goes on `seeds`, each learner's weights split over fsdp / tensor by these rules, and
+    # the vmapped step keeps A on `seeds` (spmd_axis_name). None: `sharding_rules` place [A, ...].
+    member_rules: sharding.Rules | None = None
+    # How `env` is placed with env_as_argument (e.g. an LM base by member_rules, its problem
+    # tables replicated: rules match on paths such as "base_params/.../kernel", "train/...").
+    env_rules: sharding.Rules = sharding.REPLICATED
     # Optional hook after every chunk, its results in Result.evaluations: "learner" (its own
     # `evaluate`, all learners on the chunk's one key), or jittable (states[A], key) -> [A, ...].
     evaluate: str | Callable[[Any, jax.Array], Any] | None = None
@@ -87,27 +94,55 @@ def learner_hparams(spec: Spec) -> Any:
     return jax.tree.map(lambda h: np.repeat(np.asarray(h), spec.num_seeds, axis=0), spec.hparams)
 
 
-def init(spec: Spec, shardings=None, *, abstract: bool = False, rows: slice | None = None):
+def init(
+    spec: Spec, shardings=None, *, abstract: bool = False, rows: slice | None = None, env=None
+):
     """Initial states of all learners, stacked on a leading axis (grid-major).
 
     Optional: ``shardings`` places the states on a mesh as they are created; ``abstract=True``
     returns only their shapes and dtypes, computing nothing; ``rows`` creates only the learners
-    ``rows`` (a process's share on several hosts).
+    ``rows`` (a process's share on several hosts); ``env`` replaces ``spec.env`` (the same
+    data placed on the mesh). With ``env_as_argument`` the env is an argument of the compiled
+    init, never a constant baked into it (an LM base of a billion weights).
     """
     root_keys, hparams = keys(spec), learner_hparams(spec)
     if rows is not None:
         root_keys, hparams = root_keys[rows], jax.tree.map(lambda h: h[rows], hparams)
+    env = spec.env if env is None else env
     if spec.env_as_argument:
         fn = jax.vmap(functools.partial(spec.learner.init, spec.config), in_axes=(None, 0, 0))
-        init_fn = functools.partial(fn, spec.env)
+        args = (env, root_keys, hparams)
     else:
-        init_fn = jax.vmap(functools.partial(spec.learner.init, spec.config, spec.env))
+        fn = jax.vmap(functools.partial(spec.learner.init, spec.config, env))
+        args = (root_keys, hparams)
     if abstract:
-        return jax.eval_shape(init_fn, root_keys, hparams)
-    return jax.jit(init_fn, out_shardings=shardings)(root_keys, hparams)
+        return jax.eval_shape(fn, *args)
+    return jax.jit(fn, out_shardings=shardings)(*args)
 
 
-def init_on_mesh(spec: Spec, mesh=None):
+def make_mesh(config: mesh_lib.MeshConfig) -> jax.sharding.Mesh:
+    """The run's mesh: ``config`` over this job's devices (a fixed shape takes the first ones,
+    ``-1`` the rest). The one place a population's mesh is built; a front end that must place
+    data before the run (an LM base loaded onto the mesh) calls it too and gets the same mesh."""
+    return mesh_lib.make_mesh(config, mesh_lib.devices_for(config))
+
+
+def state_shardings(spec: Spec, mesh, states) -> tuple[Any, Any]:
+    """``(state_shardings, metrics_sharding)`` of ``states`` (leaves ``[A, ...]``, arrays or
+    shapes) on ``mesh``: by ``spec.member_rules`` per learner with ``A`` on ``seeds``, else by
+    ``spec.sharding_rules``. Raises ValueError (naming the leaf) for a split that does not fit."""
+    if spec.member_rules is None:
+        return learner_axis.shardings(mesh, states, spec.sharding_rules)
+    members = learner_axis.member_shardings(mesh, states, spec.member_rules)
+    return members, sharding.replicated(mesh)
+
+
+def env_shardings(spec: Spec, mesh) -> Any:
+    """Where ``spec.env`` lives on ``mesh`` (``env_as_argument``): by ``spec.env_rules``."""
+    return sharding.tree_shardings(mesh, spec.env, spec.env_rules)
+
+
+def init_on_mesh(spec: Spec, mesh=None, env=None):
     """Initial states created in place on ``mesh`` (``None``: the default device, unsharded).
 
     Returns:
@@ -116,9 +151,9 @@ def init_on_mesh(spec: Spec, mesh=None):
       ``None`` without a mesh.
     """
     if mesh is None:
-        return init(spec), None
-    shardings = learner_axis.shardings(mesh, init(spec, abstract=True), spec.sharding_rules)
-    return init(spec, shardings[0]), shardings
+        return init(spec, env=env), None
+    shardings = state_shardings(spec, mesh, init(spec, abstract=True, env=env))
+    return init(spec, shardings[0], env=env), shardings
 
 
 def chunk_fn(spec: Spec, updates: int, shardings=None):
@@ -131,9 +166,11 @@ def chunk_fn(spec: Spec, updates: int, shardings=None):
         one = functools.partial(one, spec.env)
     mesh = None if shardings is None else jax.tree.leaves(shardings[0])[0].mesh
     groups = 1 if mesh is None else mesh.shape.get("seeds", 1)  # devices along the learners
+    # Sharded members keep their learner axis on `seeds` inside the vmapped step.
+    spmd = "seeds" if spec.member_rules is not None and groups > 1 else None
     fn = functools.partial(  # one learner at a time per device or all at once (learner_map)
         learner_axis.map_learners, lambda state, *env: one(*env, state), groups=groups,
-        mode=spec.learner_map, unbatch_one=spec.unbatch_one,
+        mode=spec.learner_map, unbatch_one=spec.unbatch_one, spmd_axis_name=spmd,
     )  # fmt: skip
     if shardings is None:
         return jax.jit(fn, donate_argnums=0)
@@ -162,11 +199,11 @@ def run(spec: Spec, **loop_options) -> Result:
       **loop_options: the remaining ``loop.LoopConfig`` fields (workdir, title,
         checkpoint_every, resume, progress, score and axis names, fingerprint).
     """
-    evaluate, mesh = evaluate_fn(spec), None if spec.mesh is None else mesh_lib.make_mesh(spec.mesh)
+    evaluate, mesh = evaluate_fn(spec), None if spec.mesh is None else make_mesh(spec.mesh)
     env = spec.env
-    if spec.env_as_argument and mesh is not None:  # shared data (a restored base: one device)
-        env = jax.device_put(env, sharding.replicated(mesh))
-    states, shardings = init_on_mesh(spec, mesh)
+    if spec.env_as_argument and mesh is not None:  # shared data, placed by spec.env_rules
+        env = jax.device_put(env, env_shardings(spec, mesh))
+    states, shardings = init_on_mesh(spec, mesh, env)
     loop_cfg = loop.LoopConfig(
         num_updates=spec.num_updates, chunk_updates=spec.chunk_updates, num_seeds=spec.num_seeds,
         env_steps_per_update=spec.learner.env_steps_per_update(spec.config),

@@ -66,7 +66,11 @@ def test_tiny_model_trains_grpo_on_a_gsm8k_file_and_writes_pass_at_k(tmp_path):
         assert json.load(f)["learners"] == json.loads(json.dumps(results["learners"]))
     rows = [json.loads(line) for line in open(os.path.join(run.workdir, "metrics.jsonl"))]
     assert len(rows) == run.steps * 2
-    assert {r["learner"] for r in rows} == {"grpo/seed0", "dr_grpo/seed0"}
+    assert {(r["preset"], r["seed"]) for r in rows} == {("grpo", 0), ("dr_grpo", 0)}
+    assert set(results["learners"]) == {"grpo/seed0", "dr_grpo/seed0"}
+    # The pipeline's files: the fingerprint, checkpoints, curves and summary beside them.
+    for name in ("config.json", "summary.json", "curves.png", "metrics.csv", "checkpoints"):
+        assert os.path.exists(os.path.join(run.workdir, name)), name
     # The rewards inside the jitted step came from the checker: the fine-tuned base answers some
     # problems right ("#### 7" + EOS), so some steps see reward and the checker ran.
     assert max(r["reward/mean"] for r in rows) > 0

@@ -12,9 +12,9 @@ import pytest
 from jax.sharding import PartitionSpec
 from test_math_rlvr import sample_files  # the GSM8K-layout sample files, written the same way
 
-from rljax.parallel import distributed, steps
+from rljax.parallel import distributed, learner_axis, steps
 from rljax.parallel import mesh as mesh_lib
-from rljax.train import lm_mesh, lm_sharding, math_experiment
+from rljax.train import lm_mesh, math_experiment, population
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BASE = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", "unused")
@@ -42,35 +42,36 @@ def test_validate_refuses_bad_mesh_fields_before_loading():
             math_experiment.validate(dataclasses.replace(BASE, **change))
 
 
-def test_make_checks_the_devices_and_processes():
-    one = lm_mesh.make((1,), ("seeds",), 3, distributed.DistributedConfig())
+def test_the_pipelines_mesh_and_the_checks_of_devices_and_processes():
+    one = population.make_mesh(mesh_lib.MeshConfig((1,), ("seeds",)))
     assert dict(one.shape) == {"seeds": 1} and list(one.devices.flat) == jax.devices()[:1]
-    full = lm_mesh.make((-1, 2), ("seeds", "fsdp"), 4, distributed.DistributedConfig())
+    full = population.make_mesh(mesh_lib.MeshConfig((-1, 2), ("seeds", "fsdp")))
     assert dict(full.shape) == {"seeds": 4, "fsdp": 2}
-    for args, message in [
-        (((16,), ("fsdp",), 1), r"mesh.shape=\(16,\) needs 16 devices but 8 are available"),
-        (((-1,), ("seeds",), 2), "puts 8 devices on 'seeds', which does not divide the"),
-    ]:
-        with pytest.raises(ValueError, match=message):
-            lm_mesh.make(*args, distributed.DistributedConfig())
+    lm_mesh.check_learners(full, 4)
+    with pytest.raises(ValueError, match=r"mesh.shape=\(16,\) needs 16 devices but 8 are"):
+        population.make_mesh(mesh_lib.MeshConfig((16,), ("fsdp",)))
+    eight = population.make_mesh(mesh_lib.MeshConfig((-1,), ("seeds",)))
+    with pytest.raises(ValueError, match="puts 8 devices on 'seeds', which does not divide the"):
+        lm_mesh.check_learners(eight, 2)
+    lm_mesh.check_processes(distributed.DistributedConfig())
     with pytest.raises(ValueError, match="num_processes=2 but JAX runs 1 process"):
-        lm_mesh.make((1,), ("seeds",), 1, distributed.DistributedConfig("h:1", 2, 0))
+        lm_mesh.check_processes(distributed.DistributedConfig("h:1", 2, 0))
 
 
-def test_population_shardings_put_learners_on_seeds_and_weights_on_fsdp():
+def test_member_shardings_put_learners_on_seeds_and_weights_on_fsdp():
     mesh = mesh_lib.make_mesh(mesh_lib.MeshConfig((2, 4), ("seeds", "fsdp")))
     tree = {
         "params": {"mlp_in": {"kernel": jax.ShapeDtypeStruct((4, 6, 8), np.float32)}},
         "step": jax.ShapeDtypeStruct((4,), np.int32),
     }
-    got = lm_sharding.population_shardings(mesh, tree, steps.LM_FSDP)
+    got = learner_axis.member_shardings(mesh, tree, steps.LM_FSDP)
     assert got["params"]["mlp_in"]["kernel"].spec == PartitionSpec("seeds", None, "fsdp")
     assert got["step"].spec == PartitionSpec("seeds")
     odd = jax.tree.map(lambda x: jax.ShapeDtypeStruct((3, *x.shape[1:]), x.dtype), tree)
     with pytest.raises(ValueError, match="population of 3 learners cannot be split over"):
-        lm_sharding.population_shardings(mesh, odd, steps.LM_FSDP)
+        learner_axis.member_shardings(mesh, odd, steps.LM_FSDP)
     fsdp_only = mesh_lib.make_mesh(mesh_lib.MeshConfig((8,), ("fsdp",)))
-    got = lm_sharding.population_shardings(fsdp_only, tree, steps.LM_FSDP)
+    got = learner_axis.member_shardings(fsdp_only, tree, steps.LM_FSDP)
     assert got["params"]["mlp_in"]["kernel"].spec == PartitionSpec(None, None, "fsdp")
 
 
@@ -140,10 +141,10 @@ def _same_run(one, want, sharded, got):
     # samples (hence rewards) are the same on 8 devices as on one.
     assert max(r["reward/mean"] for r in want_rows) > 0
     for w, g in zip(want_rows, got_rows, strict=True):
-        assert (w["step"], w["learner"]) == (g["step"], g["learner"])
+        assert (w["update"], w["grid"], w["seed"]) == (g["update"], g["grid"], g["seed"])
         for key in ("reward/mean", "correct/mean"):
             assert w[key] == g[key], (key, w, g)
-        for key in set(w) - {"learner"}:  # float floor; Adam's first step is lr * sign(g)
+        for key in w:  # float floor; Adam's first step is lr * sign(g)
             np.testing.assert_allclose(g[key], w[key], rtol=1e-4, atol=1e-5, err_msg=key)
     assert got["learners"] == want["learners"]  # pass@k of every learner, texts included
     assert got["checker"]["checked"] == want["checker"]["checked"] > 0

@@ -200,3 +200,18 @@ def test_entry_point_trains_a_sharded_population(tmp):
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     valid = ", ".join(presets.PRESETS)
     assert bad.stderr.strip().endswith(f"preset='nope' is unknown; valid: {valid}")
+
+
+def test_an_error_while_building_gives_the_workdir_lock_back(tmp, monkeypatch):
+    from rljax.io import workdir_lock
+
+    cfg = _config(tmp, "broken")
+
+    def broken_build(*args):
+        assert workdir_lock.held(cfg.workdir)  # taken before anything is built
+        raise ValueError("a data file is unreadable")
+
+    monkeypatch.setattr(lm_experiment, "build", broken_build)
+    with pytest.raises(ValueError, match="unreadable"):
+        lm_experiment.train(cfg)
+    assert not workdir_lock.held(cfg.workdir)

@@ -110,6 +110,12 @@ class Checker:
         self._workers: list[_Worker] = []
         self.stats = {"checked": 0, "cache_hits": 0, "timeouts": 0}
 
+    def forget(self) -> None:
+        """Drops the remembered verdicts and zeroes `stats`: what follows is checked and counted
+        on its own (a final evaluation's counts then do not depend on what training checked)."""
+        self._cache.clear()
+        self.stats = dict.fromkeys(self.stats, 0)
+
     def close(self) -> None:
         """Stops the workers (a later `check` starts new ones)."""
         for worker in self._workers:
