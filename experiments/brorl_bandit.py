@@ -30,26 +30,21 @@ Measured on the shared 2-core CPU under a load average of ~13 (other jobs runnin
 Writes results.md, results.json, brorl_mass.png and winner_take_all.png into --workdir.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import itertools  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
 
-from rljax import returns, stats  # noqa: E402
+from rljax import cli, returns, stats  # noqa: E402
 from rljax.losses import policy_gradient, reduce  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
-import _verdicts  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 NUM_CORRECT = 5
 START_MASS = 0.3
@@ -204,46 +199,23 @@ def make_multi_train(num_rollouts, steps, lr):
     return train
 
 
-# ------------------------------------------------------------------ main
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", default="runs/brorl_bandit")
-    parser.add_argument("--quick", action="store_true", help="3 seeds, fewer sizes and draws")
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0, help="the first seed of the set")
-    parser.add_argument("--draws", type=int, default=1000, help="independent steps per setting")
-    parser.add_argument("--lr", type=float, default=1.0, help="step size in logit space")
-    parser.add_argument("--logit_std", type=float, default=2.0)
-    parser.add_argument("--multi_steps", type=int, default=300)
-    args = parser.parse_args(argv)
-    cli.check_workdir("--workdir", args.workdir)  # before anything trains
-    vocabs, rollouts = (50, 500, 5000), (4, 8, 16, 32, 64, 128, 256, 512)
-    if args.quick:
-        args.seeds, args.draws, args.multi_steps = 3, 100, 60
-        vocabs, rollouts = (50, 500), (4, 64)
-    for name, low in (("seeds", 1), ("seed", 0), ("draws", 10), ("multi_steps", 1)):
-        if getattr(args, name) < low:
-            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: >= {low}")
-    if not args.lr > 0:
-        parser.error(f"--lr={args.lr} is invalid; allowed: > 0")
+# ------------------------------------------------------------------ the study
+VOCABS, ROLLOUTS = (50, 500, 5000), (4, 8, 16, 32, 64, 128, 256, 512)
+QUICK_SIZES = ((50, 500), (4, 64))  # --quick: vocabularies, rollouts
+KEYS = ("delta_mass", "mass_falls", "fall_share", "fall_share_sampled", "fall_share_unsampled",
+        "unsampled_fall_share")  # fmt: skip
+
+
+def run(args) -> dict:
+    vocabs, rollouts = QUICK_SIZES if args.quick else (VOCABS, ROLLOUTS)
     seeds = range(args.seed, args.seed + args.seeds)
-    start = time.perf_counter()
-    keys = (
-        "delta_mass",
-        "mass_falls",
-        "fall_share",
-        "fall_share_sampled",
-        "fall_share_unsampled",
-        "unsampled_fall_share",
-    )
     one = {}  # (adv, V, N) -> metric -> [seeds]
     for adv_name, vocab in itertools.product(ADVANTAGES, vocabs):
-        run = make_one_step(vocab, max(rollouts), args.draws, adv_name, args.lr)
+        step = make_one_step(vocab, max(rollouts), args.draws, adv_name, args.lr)
         for n, seed in itertools.product(rollouts, seeds):
             logits, correct = make_bandit(seed, vocab, args.logit_std)
-            out = run(logits, correct, jax.random.key(seed), n)
-            for k in keys:
+            out = step(logits, correct, jax.random.key(seed), n)
+            for k in KEYS:
                 one.setdefault((adv_name, vocab, n), {}).setdefault(k, []).append(float(out[k]))
     infinite = {}
     for vocab in vocabs:
@@ -273,8 +245,8 @@ def main(argv=None):
         multi["start"].append(np.asarray(correct_mass(w, feats, corr)).tolist())
         multi["end"].append(np.asarray(masses[-1]).tolist())
         multi.setdefault("curves", []).append(np.asarray(masses).tolist())
-    seconds = time.perf_counter() - start
-    write(args, vocabs, rollouts, one, infinite, exact_check, multi, seconds)
+    return {"vocabs": vocabs, "rollouts": rollouts, "one": one, "infinite": infinite,
+            "exact_check": exact_check, "multi": multi}  # fmt: skip
 
 
 def quartile_stats(multi):
@@ -294,15 +266,17 @@ def quartile_stats(multi):
     return out, corr
 
 
-def write(args, vocabs, rollouts, one, infinite, exact_check, multi, seconds):
-    summ = lambda v: stats.summarize(v, num_resamples=200 if args.quick else stats.NUM_RESAMPLES)  # noqa: E731
+def report(args, out: dict, record: dict) -> study.Report:
+    vocabs, rollouts, one, multi = out["vocabs"], out["rollouts"], out["one"], out["multi"]
+    exact_check, seconds = out["exact_check"], record["seconds"]
+    summ = lambda v: stats.summarize(v, num_resamples=study.resamples(args, 200))  # noqa: E731
     table = {
         f"{a}|V={v}|N={n}": {
             k: summ(x) for k, x in one[(a, v, n)].items() if np.all(np.isfinite(x))
         }
         for (a, v, n) in one
     }
-    inf = {f"V={v}": {k: summ(x) for k, x in d.items()} for v, d in infinite.items()}
+    inf = {f"V={v}": {k: summ(x) for k, x in d.items()} for v, d in out["infinite"].items()}
     quart, corr = quartile_stats(multi)
     quart_s = {f"Q{q + 1}": {k: summ(v) for k, v in d.items()} for q, d in quart.items()}
     corr_s = summ(corr)
@@ -333,7 +307,6 @@ def write(args, vocabs, rollouts, one, infinite, exact_check, multi, seconds):
         "winner_take_all_across_problems": quart_s["Q4"]["log_ratio"]["mean_ci"][0]
         > quart_s["Q1"]["log_ratio"]["mean_ci"][1],
     }
-    verdict = _verdicts.overall(_verdicts.from_findings(findings))
     reason = (
         f"GRPO, V={v_big}: the correct mass gains {stats.format_interval(small['delta_mass'])} "
         f"at N={n_small} and {stats.format_interval(big['delta_mass'])} at N={n_big} (it fell "
@@ -405,11 +378,10 @@ def write(args, vocabs, rollouts, one, infinite, exact_check, multi, seconds):
         f"Run time {seconds:.0f} s.",
     ]
     arms = {f"GRPO V={v_big} N={n}": table[f"grpo|V={v_big}|N={n}"]["delta_mass"] for n in rollouts}
-    stats.write_results(
-        args.workdir,
+    return study.Report(
         title="BroRL mass balance and winner-take-all on a token bandit",
         claim=claim,
-        verdict=verdict,
+        claims=verdicts.from_findings(findings),
         reason=reason,
         arms=arms,
         metric="Δ correct mass after one step",
@@ -424,37 +396,24 @@ def write(args, vocabs, rollouts, one, infinite, exact_check, multi, seconds):
         },
         notes=lines,
     )
-    curves = {
-        f"{a} V={v}": np.array([one[(a, v, n)]["fall_share"] for n in rollouts]).T
-        for a in ADVANTAGES
-        for v in vocabs
-    }
-    stats.plot_bands(
-        np.array(rollouts),
-        curves,
-        os.path.join(args.workdir, "brorl_fall_share.png"),
-        title="one step: share of correct tokens whose probability falls",
-        xlabel="rollouts N",
-        ylabel="share falling",
-    )
-    curves = {
-        f"{a} V={v}": np.array([one[(a, v, n)]["delta_mass"] for n in rollouts]).T
-        for a in ADVANTAGES
-        for v in vocabs
-    }
-    stats.plot_bands(
-        np.array(rollouts),
-        curves,
-        os.path.join(args.workdir, "brorl_mass.png"),
-        title="one step: change of the correct mass",
-        xlabel="rollouts N",
-        ylabel="Δ correct mass",
-    )
-    plot_multi(args, multi)
-    print(open(os.path.join(args.workdir, "results.md")).read())
 
 
-def plot_multi(args, multi):
+def plot(args, out: dict, _) -> None:
+    one, rollouts = out["one"], out["rollouts"]
+    for key, name, title, ylabel in (
+        ("fall_share", "brorl_fall_share.png", "share of correct tokens whose probability falls",
+         "share falling"),
+        ("delta_mass", "brorl_mass.png", "change of the correct mass", "Δ correct mass"),
+    ):  # fmt: skip
+        curves = {
+            f"{a} V={v}": np.array([one[(a, v, n)][key] for n in rollouts]).T
+            for a in ADVANTAGES
+            for v in out["vocabs"]
+        }
+        path = os.path.join(args.workdir, name)
+        stats.plot_bands(np.array(rollouts), curves, path, title=f"one step: {title}",
+                         xlabel="rollouts N", ylabel=ylabel)  # fmt: skip
+    multi = out["multi"]
     curves = np.asarray(multi["curves"])  # [S, T, P]
     start = np.asarray(multi["start"])  # [S, P]
     per_q = {}
@@ -474,5 +433,23 @@ def plot_multi(args, multi):
     )
 
 
+def add_flags(p) -> None:
+    p.add_argument("--draws", type=int, default=1000, help="independent steps per setting")
+    p.add_argument("--lr", type=float, default=1.0, help="step size in logit space")
+    p.add_argument("--logit_std", type=float, default=2.0)
+    p.add_argument("--multi_steps", type=int, default=300)
+
+
+def check(args) -> None:
+    cli.check_number("--lr", args.lr, low=0.0, low_open=True)
+
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/brorl_bandit", run=run, report=report, plot=plot,
+    flags=add_flags, check=check, seeds=10, quick={"seeds": 3, "draws": 100, "multi_steps": 60},
+    low={"seeds": 1, "draws": 10, "multi_steps": 1},
+)  # fmt: skip
+main = STUDY.main
+
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

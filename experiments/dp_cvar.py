@@ -15,15 +15,11 @@ Writes results.md, results.json and cvar.png to --outdir. Bad flags stop in one 
 anything runs (``--debug`` for a traceback).
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
+import os  # noqa: E402
 
 import jax  # noqa: E402
 import matplotlib  # noqa: E402
@@ -31,7 +27,8 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rljax import dp  # noqa: E402
+from rljax import cli, dp  # noqa: E402
+from rljax.train import study  # noqa: E402
 
 ALPHAS = (0.05, 0.1, 0.25)
 METHODS = ("risk-neutral VI", "stock-augmented CVaR", "greedy CVaR, no stock")
@@ -61,9 +58,9 @@ def _evaluate(mdp, grid, policy, initial_stock, alpha, key, num_episodes):
     }
 
 
-def run(num_episodes: int, seed: int) -> list[dict]:
+def run(args) -> list[dict]:
     rows = []
-    key = jax.random.PRNGKey(seed)
+    key = jax.random.PRNGKey(args.seed)
     for env_name, (mdp, grid) in _environments().items():
         risk_neutral = dp.value_iteration(mdp).policy
         for alpha in ALPHAS:
@@ -76,7 +73,7 @@ def run(num_episodes: int, seed: int) -> list[dict]:
             }
             for method, (policy, c_0) in candidates.items():
                 key, sub = jax.random.split(key)
-                stats = _evaluate(mdp, grid, policy, c_0, alpha, sub, num_episodes)
+                stats = _evaluate(mdp, grid, policy, c_0, alpha, sub, args.episodes)
                 rows.append({"env": env_name, "alpha": alpha, "method": method} | stats)
             rows[-2]["cvar_dp_objective"] = float(stock.cvar)
     return rows
@@ -99,7 +96,7 @@ def _markdown(rows: list[dict], num_episodes: int, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plot(rows: list[dict], path: pathlib.Path):
+def _plot(rows: list[dict], path: str):
     envs = sorted({r["env"] for r in rows}, reverse=True)
     fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.6))
     width = 0.26
@@ -124,33 +121,25 @@ def _plot(rows: list[dict], path: pathlib.Path):
     plt.close(fig)
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    """Parses and validates the flags (one-line ``error:`` and exit 2 on bad input)."""
-    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--outdir", default="runs/dp_cvar", help="output directory")
-    parser.add_argument("--episodes", type=int, default=20_000, help="Monte Carlo episodes")
-    parser.add_argument("--seed", type=int, default=0, help="PRNG seed for Monte Carlo")
-    args = parser.parse_args(argv)
+def report(args, rows: list[dict], record: dict) -> study.Files:
+    return study.Files(rows, _markdown(rows, args.episodes, record["seconds"]))
+
+
+def plot(args, rows: list[dict], _) -> None:
+    _plot(rows, os.path.join(args.workdir, "cvar.png"))
+
+
+def _check(args) -> None:
     cli.check_int("--episodes", args.episodes, low=1)
     cli.check_int("--seed", args.seed, low=0, high=2**32 - 1)
-    cli.check_workdir("--outdir", args.outdir)
-    return args
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    args = parse_args(argv)
-    outdir = pathlib.Path(args.outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    start = time.time()
-    rows = run(args.episodes, args.seed)
-    seconds = time.time() - start
-    (outdir / "results.json").write_text(json.dumps(rows, indent=1))
-    (outdir / "results.md").write_text(_markdown(rows, args.episodes, seconds))
-    _plot(rows, outdir / "cvar.png")
-    print(_markdown(rows, args.episodes, seconds))
-    print(f"wrote {outdir}/results.md, results.json, cvar.png")
-
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/dp_cvar", run=run, report=report, plot=plot,
+    quick=None, workdir_flags=("--outdir",), check=_check,
+    flags=lambda p: p.add_argument("--episodes", type=int, default=20_000, help="Monte Carlo"),
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(main)
+    STUDY.entry()

@@ -48,27 +48,22 @@ Writes results.md, results.json, audit.png (cosine heat map, variance) and audit
 (rljax.stats bands) into --workdir.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import itertools  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import returns, stats  # noqa: E402
+from rljax import cli, returns, stats  # noqa: E402
 from rljax.agents.grpo import objective, presets  # noqa: E402
 from rljax.losses import policy_gradient  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
-import _verdicts  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 N_CONTENT = 3  # content tokens 0..2; token 3 is EOS
 EOS = N_CONTENT
@@ -510,36 +505,25 @@ CHECK_ARMS = (  # Monte Carlo of rljax's end-to-end loss against the exact enume
 )
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", default="runs/estimator_audit")
-    parser.add_argument(
-        "--quick", action="store_true", help="3 seeds, 2 group sizes, fewer MC groups"
-    )
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0, help="the first seed of the set")
+def add_flags(parser) -> None:
     parser.add_argument("--max_len", type=int, default=5)
     parser.add_argument("--beta", type=float, default=0.1)
     parser.add_argument("--ref_scale", type=float, default=1.0)
     parser.add_argument("--shift", type=float, default=0.7, help="std of θ − θ_ref")
     parser.add_argument("--mc_groups", type=int, default=20000)
     parser.add_argument("--var_groups", type=int, default=4000)
-    args = parser.parse_args(argv)
-    cli.check_workdir("--workdir", args.workdir)  # before anything trains
-    args.groups, args.resamples = (2, 4, 8, 16), stats.NUM_RESAMPLES
-    if args.quick:
-        args.seeds, args.groups, args.mc_groups, args.var_groups = 3, (2, 8), 1000, 500
-        args.resamples = 200
-    lows = (("seeds", 1), ("seed", 0), ("max_len", 2), ("mc_groups", 500), ("var_groups", 500))
-    for name, low in lows:
-        if getattr(args, name) < low:
-            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: >= {low}")
+
+
+def check(args) -> None:
+    args.groups = (2, 8) if args.quick else (2, 4, 8, 16)
+    args.resamples = study.resamples(args, 200)
     if args.max_len > 6:
-        parser.error(f"--max_len={args.max_len} is invalid; allowed: 2..6 (3^L sequences)")
+        raise cli.ConfigError(f"--max_len={args.max_len} is invalid; allowed: 2..6 (3^L sequences)")
     if not args.beta > 0:
-        parser.error(f"--beta={args.beta} is invalid; allowed: > 0")
-    start = time.perf_counter()
+        raise cli.ConfigError(f"--beta={args.beta} is invalid; allowed: > 0")
+
+
+def run(args) -> dict:
     space = build_space(args.max_len)
     mcs = {g: make_mc(space, g, args.mc_groups) for g in args.groups}
     var_mcs = {g: make_mc(space, g, args.var_groups) for g in args.groups}
@@ -577,15 +561,19 @@ def main(argv=None):
                     }
                 )
     nft = nft_identity_check(group=args.groups[-1])
-    seconds = time.perf_counter() - start
-    write(args, space, per_seed, problems, variance, checks, nft, seconds)
+    return {"space": space, "per_seed": per_seed, "problems": problems, "variance": variance,
+            "checks": checks, "nft": nft}  # fmt: skip
 
 
 def _summ(per_seed, name, key, resamples):
     return stats.summarize([s[name][key] for s in per_seed], num_resamples=resamples)
 
 
-def write(args, space, per_seed, problems, variance, checks, nft, seconds):
+def report(args, out: dict, record: dict) -> study.Report:
+    space, per_seed, problems, checks = (
+        out[k] for k in ("space", "per_seed", "problems", "checks")
+    )
+    nft, seconds = out["nft"], record["seconds"]
     names = list(per_seed[0])
     table = {}
     g_max = args.groups[-1]
@@ -619,7 +607,6 @@ def write(args, space, per_seed, problems, variance, checks, nft, seconds):
         ][1]
         < at("none", "seq_sum", "rloo")["cosine"]["mean_ci"][0],
     }
-    verdict = _verdicts.overall(_verdicts.from_findings(findings))
     verdict_reason = (
         f"{len(unbiased)} of {n_arms} surrogates at G={g_max} ascend ∇J without bias (relative "
         f"error < 1e-3, mean of {args.seeds} seeds): {', '.join(unbiased) or 'none'}. Per-token k3 "
@@ -642,7 +629,7 @@ def write(args, space, per_seed, problems, variance, checks, nft, seconds):
         "table": table,
         "variance": {
             a: {str(g): stats.summarize(v, num_resamples=args.resamples) for g, v in d.items()}
-            for a, d in variance.items()
+            for a, d in out["variance"].items()
         },
         "check": checks,
         "findings": findings,
@@ -742,11 +729,10 @@ def write(args, space, per_seed, problems, variance, checks, nft, seconds):
             f"k1_loss|seq_sum|rloo|G={g_max}",
         )
     }
-    stats.write_results(
-        args.workdir,
+    return study.Report(
         title="Exact estimator audit: which surrogate ascends E[r] − β·KL(π‖π_ref)?",
         claim=claim,
-        verdict=verdict,
+        claims=verdicts.from_findings(findings),
         reason=verdict_reason,
         arms=arms,
         metric=f"relative gradient error at G={g_max}",
@@ -754,11 +740,10 @@ def write(args, space, per_seed, problems, variance, checks, nft, seconds):
         notes=lines,
         digits=4,
     )
-    plot(args, table, extra["variance"])
-    print(open(os.path.join(args.workdir, "results.md")).read())
 
 
-def plot(args, table, variance):
+def plot(args, _, report: study.Report) -> None:
+    table, variance = report.extra["table"], report.extra["variance"]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -806,5 +791,13 @@ def plot(args, table, variance):
     )
 
 
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/estimator_audit", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=10,
+    quick={"seeds": 3, "mc_groups": 1000, "var_groups": 500},
+    low={"seeds": 1, "max_len": 2, "mc_groups": 500, "var_groups": 500},
+)  # fmt: skip
+main = STUDY.main
+
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

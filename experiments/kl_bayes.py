@@ -39,15 +39,13 @@ Measured on the shared 2-core CPU under a load average of ~11 (other jobs runnin
 Writes results.md, results.json and kl_bayes.png into --workdir.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import itertools  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -55,11 +53,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from rljax import returns, stats  # noqa: E402
+from rljax import cli, returns, stats  # noqa: E402
 from rljax.losses import kl, policy_gradient, reduce  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
-import _verdicts  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 METHODS = (
     "no_kl",
@@ -232,55 +228,40 @@ def token_mixture_logp(prior_logits, logits, w, seqs, prefix_idx):
     return token_logps(mixed, seqs, prefix_idx).sum(-1)
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", "--outdir", dest="workdir", default="runs/kl_bayes")
-    parser.add_argument(
-        "--quick", action="store_true", help="V=3, L=4, 3 seeds, 200 steps, 4 methods"
-    )
-    parser.add_argument("--vocab", type=int, default=4)
-    parser.add_argument("--length", type=int, default=6)
-    parser.add_argument("--beta", type=float, default=0.25)
-    parser.add_argument("--prior_scale", type=float, default=1.0)
-    parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument(
-        "--seed", type=int, default=0, help="first seed: priors seed..seed+seeds-1, sampling key"
-    )
-    parser.add_argument("--methods", default=None, help="comma-separated subset (default: all)")
-    args = parser.parse_args(argv)
-    cli.check_workdir("--workdir", args.workdir)  # before anything trains
-    if args.quick:
-        args.vocab, args.length, args.seeds, args.steps, args.batch = 3, 4, 3, 200, 64
-        args.lr = 0.1
+def add_flags(p) -> None:
+    p.add_argument("--vocab", type=int, default=4)
+    p.add_argument("--length", type=int, default=6)
+    p.add_argument("--beta", type=float, default=0.25)
+    p.add_argument("--prior_scale", type=float, default=1.0)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--methods", default=None, help="comma-separated subset (default: all)")
+
+
+def check(args) -> None:
     if args.methods is None:
         args.methods = ",".join(QUICK_METHODS if args.quick else METHODS)
     methods = [m for m in args.methods.split(",") if m]
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
-        parser.error(f"--methods has unknown {bad or 'nothing'}; allowed: {','.join(METHODS)}")
-    for name in ("length", "steps", "batch", "seeds"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: >= 1")
+        raise cli.ConfigError(
+            f"--methods has unknown {bad or 'nothing'}; allowed: {','.join(METHODS)}"
+        )
     if args.vocab < 2:
-        parser.error(f"--vocab={args.vocab} is invalid; allowed: >= 2 (one token has no choice)")
-    if args.seed < 0:
-        parser.error(f"--seed={args.seed} is invalid; allowed: >= 0")
+        raise cli.ConfigError(f"--vocab={args.vocab} is invalid; allowed: >= 2 (one token has no "
+                              "choice)")  # fmt: skip
     for name, low in (("lr", "> 0"), ("beta", "> 0"), ("prior_scale", ">= 0")):
         value = getattr(args, name)
-        ok = math.isfinite(value) and (value > 0 if low == "> 0" else value >= 0)
-        if not ok:
-            parser.error(f"--{name}={value} is invalid; allowed: a finite number {low}")
+        if not (math.isfinite(value) and (value > 0 if low == "> 0" else value >= 0)):
+            raise cli.ConfigError(f"--{name}={value} is invalid; allowed: a finite number {low}")
     if args.vocab**args.length > 20_000:
-        parser.error(f"--vocab={args.vocab} --length={args.length}: V^L must be <= 20000")
+        raise cli.ConfigError(f"--vocab={args.vocab} --length={args.length}: V^L must be <= 20000")
+
+
+def run(args) -> dict:
+    methods = [m for m in args.methods.split(",") if m]
     if "k1_in_reward" not in methods:
         methods.append("k1_in_reward")  # the RLG arms mix it
-    os.makedirs(args.workdir, exist_ok=True)
-
-    start = time.perf_counter()
     seqs, prefix_idx, reward, num_prefixes = make_space(args.vocab, args.length)
     priors = jnp.stack(
         [
@@ -330,12 +311,12 @@ def main(argv=None):
         results[f"retrain_w={w}"] = metrics(policy_lp(logits), t_w, reward)
         results[f"exact π*_β/w, w={w}"] = metrics(t_w, t_w, reward)
     results = {m: {k: np.asarray(v, np.float64) for k, v in r.items()} for m, r in results.items()}
-    seconds = time.perf_counter() - start
-    write(args, results, curves, times, seconds)
+    return {"results": results, "curves": curves, "times": times}
 
 
-def write(args, results, curves, times, seconds):
-    resamples = 200 if args.quick else stats.NUM_RESAMPLES
+def report(args, out: dict, record: dict) -> study.Report:
+    results, times, seconds = out["results"], out["times"], record["seconds"]
+    resamples = study.resamples(args, 200)
     summ = {
         m: {k: stats.summarize(v, num_resamples=resamples) for k, v in r.items()}
         for m, r in results.items()
@@ -371,9 +352,6 @@ def write(args, results, curves, times, seconds):
     }
     # Rejection sampling's and best-of-N's rows are exact distributions (no sampling), so their
     # ordering in N is a property of the formula, not a finding: printed, not checked.
-    verdict = _verdicts.overall(
-        _verdicts.from_findings({k: v for k, v in findings.items() if v is not None})
-    )
     fmt = lambda m, k, d=3: stats.format_interval(summ[m][k], digits=d)  # noqa: E731
     reason = (
         f"KL(π‖π*) after training: k1_in_reward {fmt('k1_in_reward', 'kl_to_target', 4)}, "
@@ -410,11 +388,10 @@ def write(args, results, curves, times, seconds):
         + f"; total {seconds:.0f} s.",
     ]
     arms = {m: summ[m]["kl_to_target"] for m in summ}
-    stats.write_results(
-        args.workdir,
+    return study.Report(
         title=f"KL-regularized RL as Bayesian inference (V={args.vocab}, L={args.length})",
         claim=claim,
-        verdict=verdict,
+        claims=verdicts.from_findings({k: v for k, v in findings.items() if v is not None}),
         reason=reason,
         arms=arms,
         metric="KL(π‖π*) [nats]",
@@ -422,6 +399,10 @@ def write(args, results, curves, times, seconds):
         notes=lines,
         digits=4,
     )
+
+
+def plot(args, out: dict, _) -> None:
+    curves = out["curves"]
     every = max(1, args.steps // 100)
     x = np.arange(1, curves[next(iter(curves))].shape[1] + 1) * every
     stats.plot_bands(
@@ -432,8 +413,15 @@ def write(args, results, curves, times, seconds):
         xlabel="step",
         ylabel="log10 KL(π‖π*)",
     )
-    print(open(os.path.join(args.workdir, "results.md")).read())
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/kl_bayes", run=run, report=report, plot=plot,
+    flags=add_flags, check=check, seeds=10, steps=2000, workdir_flags=("--workdir", "--outdir"),
+    quick={"vocab": 3, "length": 4, "seeds": 3, "steps": 200, "batch": 64, "lr": 0.1},
+    low={"length": 1, "steps": 1, "batch": 1, "seeds": 1},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -52,26 +52,21 @@ Writes results.md, results.json, rover_distinct_vs_k.png, rover_training.png and
 rover_tau_sweep.png into --workdir.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import dp, returns, stats  # noqa: E402
+from rljax import cli, dp, returns, stats  # noqa: E402
 from rljax.dp import trees  # noqa: E402
 from rljax.losses import policy_gradient, reduce  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared _verdicts
-import _verdicts  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 TUNE_SEED = 10_000  # tuning trees for the headline τ: disjoint from the evaluation seeds
 TABLE_KS = (1, 4, 16, 64, 256)
@@ -234,13 +229,8 @@ def dense_check(args):
     return {"tree": "rljax.dp.tree_mdp(0, depth=3, branching=3)", "max_abs_q_error": err}
 
 
-# ------------------------------------------------------------------ main
-def parse(argv):
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", default="runs/rover_trees")
-    parser.add_argument("--quick", action="store_true", help="4 seeds, depth 5, fewer steps")
-    parser.add_argument("--seeds", type=int, default=20, help="random trees (evaluation)")
-    parser.add_argument("--seed", type=int, default=0, help="the first evaluation tree's seed")
+# ------------------------------------------------------------------ the study
+def add_flags(parser) -> None:
     parser.add_argument("--tune_seeds", type=int, default=5, help="trees for choosing τ")
     parser.add_argument("--branching", type=int, default=4)
     parser.add_argument("--depth", type=int, default=6)
@@ -249,18 +239,15 @@ def parse(argv):
         "--taus", default=",".join(f"{t:.3g}" for t in np.logspace(-4, 0, 17)), help="τ grid"
     )
     parser.add_argument("--tau", type=float, default=None, help="headline τ (default: tuned)")
-    parser.add_argument("--steps", type=int, default=2000, help="PG steps (both PG arms)")
     parser.add_argument("--group", type=int, default=8, help="GRPO group size G")
     parser.add_argument("--lr", type=float, default=1.0, help="GRPO SGD step on the logits")
     parser.add_argument("--exact_lr", type=float, default=10.0, help="η of the exact PG step")
     parser.add_argument("--slip", type=float, default=0.2, help="stochastic control")
     parser.add_argument("--partial", type=float, default=0.5, help="non-binary control")
     parser.add_argument("--max_k", type=int, default=256)
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.seeds, args.tune_seeds, args.depth, args.steps = 4, 2, 5, 400
-    cli.check_workdir("--workdir", args.workdir)
-    cli.check_int("--seeds", args.seeds, low=3)
+
+
+def check(args) -> None:
     # evaluation trees stay apart from the tuning trees (seeds TUNE_SEED and up)
     cli.check_int("--seed", args.seed, low=0, high=TUNE_SEED - args.seeds)
     cli.check_int("--tune_seeds", args.tune_seeds, low=1)
@@ -288,13 +275,10 @@ def parse(argv):
         cli.check_number("--taus", t, low=0.0, low_open=True)
     if args.tau is not None:
         cli.check_number("--tau", args.tau, low=0.0, low_open=True)
-    return args, np.array(sorted(taus), np.float32)
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    args, taus = parse(argv)
-    start = time.perf_counter()
+def run(args) -> dict:
+    taus = np.array(sorted(float(t) for t in args.taus.split(",")), np.float32)
     b, depth = args.branching, args.depth
     ks = jnp.arange(1, args.max_k + 1)
     tau = args.tau if args.tau is not None else pick_tau(args, taus, ks)
@@ -392,17 +376,17 @@ def main(argv=None):
         )(rew, tr, correct)
         out["pg_exact"] = jnp.sum(p_pg * rew, axis=-1)
         controls[name] = {k: np.asarray(v, np.float64) for k, v in out.items()}
-    seconds = time.perf_counter() - start
-    write(args, tau, taus, arms, robust, sweep, theorem, controls, curve_exact, curve_grpo, seconds)
-    return os.path.join(args.workdir, "results.md")
+    return {"tau": tau, "taus": taus, "arms": arms, "robust": robust, "sweep": sweep,
+            "theorem": theorem, "controls": controls,
+            "curves": (curve_exact, curve_grpo)}  # fmt: skip
 
 
 # ------------------------------------------------------------------ writing
-def write(
-    args, tau, taus, arms, robust, sweep, theorem, controls, curve_exact, curve_grpo, seconds
-):
+def report(args, out: dict, record: dict) -> study.Report:
+    tau, taus, arms, sweep, theorem = (out[k] for k in ("tau", "taus", "arms", "sweep", "theorem"))
+    seconds = record["seconds"]
     summ = lambda v: stats.summarize(  # noqa: E731
-        np.asarray(v, np.float64), num_resamples=200 if args.quick else stats.NUM_RESAMPLES
+        np.asarray(v, np.float64), num_resamples=study.resamples(args, 200)
     )
     m, kmax = args.correct, args.max_k
     table = {}
@@ -419,7 +403,7 @@ def write(
             "effective_correct": summ(met["effective_correct"]),
             f"distinct@{kmax}": summ(met["distinct"][:, -1]),
         }
-        for name, met in robust.items()
+        for name, met in out["robust"].items()
     }
     sweep_t = {
         f"{t:g}": {
@@ -430,7 +414,7 @@ def write(
         for i, t in enumerate(taus)
     }
     ctrl = {}
-    for name, c in controls.items():
+    for name, c in out["controls"].items():
         ctrl[name] = {
             "V*": summ(c["V*"]),
             "greedy": summ(c["greedy"]),
@@ -463,7 +447,6 @@ def write(
             ctrl[c]["greedy_suboptimal"]["mean_ci"][0] > 0 for c in ("stochastic", "non-binary")
         ),
     }
-    verdict = _verdicts.overall(_verdicts.from_findings(findings))
     fi = stats.format_interval
     reason = (
         f"On {args.seeds} random trees (b={args.branching}, D={args.depth}, {m} correct of "
@@ -562,11 +545,10 @@ def write(
         f"Dense cross-check: {dense_check(args)}.",
         f"Run time {seconds:.0f} s (+ writing).",
     ]
-    stats.write_results(
-        args.workdir,
+    return study.Report(
         title="ROVER stage A: random-policy valuation vs policy gradient on exact random trees",
         claim=claim,
-        verdict=verdict,
+        claims=verdicts.from_findings(findings),
         reason=reason,
         arms={name: row[dk] for name, row in table.items()},
         metric=f"expected distinct correct leaves within {kmax} samples",
@@ -584,11 +566,11 @@ def write(
         },
         notes=lines,
     )
-    plot(args, tau, taus, arms, sweep, curve_exact, curve_grpo)
-    print(open(os.path.join(args.workdir, "results.md")).read())
 
 
-def plot(args, tau, taus, arms, sweep, curve_exact, curve_grpo):
+def plot(args, out: dict, _) -> None:
+    tau, taus, arms, sweep = out["tau"], out["taus"], out["arms"], out["sweep"]
+    curve_exact, curve_grpo = out["curves"]
     kmax = args.max_k
     ks = np.arange(1, kmax + 1)
     idx = np.unique(np.round(np.geomspace(1, kmax, 40)).astype(int)) - 1
@@ -629,5 +611,12 @@ def plot(args, tau, taus, arms, sweep, curve_exact, curve_grpo):
     )
 
 
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/rover_trees", run=run, report=report, plot=plot,
+    flags=add_flags, check=check, seeds=20, steps=2000, low={"seeds": 3},
+    quick={"seeds": 4, "tune_seeds": 2, "depth": 5, "steps": 400},
+)  # fmt: skip
+main = STUDY.main
+
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

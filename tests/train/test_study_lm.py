@@ -1,16 +1,10 @@
-"""experiments/_lm_repro: a population's curves taken in memory equal those read back from the
+"""rljax.train.study_lm: a population's curves taken in memory equal those read back from the
 metrics.jsonl the host loop writes (the record a reused or resumed population is read from)."""
-
-import os
-import sys
 
 import numpy as np
 
 from rljax.io.metrics import MetricsWriter
-from rljax.train import lm_experiment, loop, records
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "experiments"))
-import _lm_repro  # noqa: E402
+from rljax.train import lm_experiment, loop, records, study_lm
 
 G, S, CHUNK, CHUNKS = 2, 3, 4, 3  # grid points, seeds, updates per chunk, chunks
 
@@ -20,7 +14,7 @@ def _chunks(rng) -> list[dict]:
     some updates that kept no group, and one learner never evaluated."""
     out = []
     for _ in range(CHUNKS):
-        m = {k: rng.random((G * S, CHUNK)).astype(np.float32) for k in _lm_repro.CURVE_KEYS}
+        m = {k: rng.random((G * S, CHUNK)).astype(np.float32) for k in study_lm.CURVE_KEYS}
         del m["pass@1/mean"]  # the loop's row of the carried score, not a learner metric
         m["groups/kept_frac"][rng.random((G * S, CHUNK)) < 0.2] = 0.0
         score = np.full((G * S, CHUNK), np.nan, np.float32)
@@ -45,9 +39,9 @@ def test_curves_in_memory_equal_the_metrics_file(tmp_path):
     writer.reset()
     for c, metrics in enumerate(chunks):
         writer.write(records.rows(cfg, metrics, c * CHUNK, carried))
-    disk_updates, disk = _lm_repro.read_curves(str(tmp_path), G, S)
+    disk_updates, disk = study_lm.read_curves(str(tmp_path), G, S)
     kept = {k: np.concatenate([m[k] for m in chunks], 1) for k in chunks[0]}
-    updates, memory = _lm_repro.curves_in_memory(kept, G, S)
+    updates, memory = study_lm.curves_in_memory(kept, G, S)
     np.testing.assert_array_equal(updates, disk_updates)
     assert set(memory) == set(disk)
     for key in disk:
@@ -62,7 +56,7 @@ def test_in_memory_results_have_the_results_json_shape():
     outcome = lm_experiment.Outcome(
         None, None, base=evaluation, learners=[evaluation] * 2, values=[{"lr": 1.0}] * 2
     )
-    res = _lm_repro.in_memory(outcome)
+    res = study_lm.in_memory(outcome)
     assert res["base"]["pass@1_by_level"] == {"1": 0.75, "3": 0.25}  # as JSON names them
     assert [m["pass@1"] for m in res["learners"]] == [0.5, 0.5]
     assert [a["hparams"] for a in res["arms"].values()] == [{"lr": 1.0}] * 2

@@ -1,13 +1,11 @@
-"""experiments/_verdicts.py: the one overall-verdict rule, on synthetic claim sets."""
+"""rljax.train.verdicts: the one overall-verdict rule, on synthetic claim sets."""
 
 import itertools
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "experiments"))
-import _verdicts as V  # noqa: E402
+from rljax.train import study
+from rljax.train import verdicts as V
 
 R, P, C, U = V.REPRODUCED, V.PARTLY, V.CONTRADICTED, V.UNDECIDED
 
@@ -101,11 +99,31 @@ def test_over_arms_one_worse_one_tie_is_undecided():
     assert V.over_arms([V.SIGNS[s] for s in "-0"]) == U
 
 
-def test_lm_reproductions_use_the_common_rule():
-    import _lm_repro
+def test_a_studys_report_uses_the_common_rule():
+    def verdict(claims):
+        return study.Report("t", "c", claims, "r", {}, "m").verdict
 
     # one_shot.py on seeds 1000-1002: two claims contradicted, one a tie; the old rule ("theirs
     # if they agree, else partly") called that "partly" while no claim held
-    claims = {"a": (C, "why"), "b": (C, "why"), "c": (U, "why")}
-    assert _lm_repro.overall(claims) == C
-    assert _lm_repro.overall({"a": (R, ""), "b": (U, "")}) == P
+    assert verdict({"a": (C, "why"), "b": (C, "why"), "c": (U, "why")}) == C
+    assert verdict({"a": (R, ""), "b": (U, "")}) == P
+    assert verdict({}) == U  # nothing could be checked
+
+
+@pytest.mark.parametrize(
+    "signs, expected",
+    [("++", R), ("+0", P), ("+-", P), ("00", U), ("0-", C), ("--", C), ("+", R), ("-", C)],
+)
+def test_from_signs_one_loss_and_ties_refute(signs, expected):
+    assert V.from_signs(signs) == expected
+    # the same claim by over_arms is undecided when one arm loses and another ties
+    if signs == "0-":
+        assert V.over_arms(V.SIGNS[s] for s in signs) == U
+
+
+def test_sign():
+    assert [V.sign(ci) for ci in ([0.1, 1.0], [-1.0, -0.1], [-1.0, 1.0], [0.0, 1.0])] == list(
+        "+-00"
+    )
+    with pytest.raises(ValueError, match="signs"):
+        V.from_signs("+x")

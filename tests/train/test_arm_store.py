@@ -1,29 +1,27 @@
-"""experiments/_arms.py: finished arms persist and are reused on resume; an interrupted
+"""rljax.train.arm_store: finished arms persist and are reused on resume; an interrupted
 population stops the study."""
 
 import dataclasses
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "experiments"))
-import _arms  # noqa: E402
+from rljax.train import arm_store
 
 
 def test_arm_store_reuses_only_matching_arms(tmp_path):
-    store = _arms.ArmStore(str(tmp_path), resume=False, log=lambda s: None)
+    store = arm_store.ArmStore(str(tmp_path), resume=False, log=lambda s: None)
     settings = {"seeds": 8, "grid": [{"lr": 1e-3}]}
     store.save("CartPole mse", settings, {"ret": np.arange(6.0).reshape(2, 3)})
-    again = _arms.ArmStore(str(tmp_path), resume=True, log=lambda s: None)
+    again = arm_store.ArmStore(str(tmp_path), resume=True, log=lambda s: None)
     np.testing.assert_array_equal(
         again.load("CartPole mse", settings)["ret"], [[0, 1, 2], [3, 4, 5]]
     )
     assert again.load("CartPole mse", {**settings, "seeds": 4}) is None  # other settings
     assert again.load("CartPole huber", settings) is None  # never finished
-    fresh = _arms.ArmStore(str(tmp_path), resume=False, log=lambda s: None)
+    fresh = arm_store.ArmStore(str(tmp_path), resume=False, log=lambda s: None)
     assert fresh.load("CartPole mse", settings) is None  # a fresh run clears old arms
 
 
@@ -31,11 +29,11 @@ def test_cached_computes_once_with_resume(tmp_path):
     calls = []
     compute = lambda: calls.append(1) or {"x": 1}  # noqa: E731
     kw = dict(resume=True, log=lambda s: None)
-    assert _arms.cached(str(tmp_path), "env A", {"s": 1}, compute, **kw) == {"x": 1}
-    assert _arms.cached(str(tmp_path), "env A", {"s": 1}, compute, **kw) == {"x": 1}
+    assert arm_store.cached(str(tmp_path), "env A", {"s": 1}, compute, **kw) == {"x": 1}
+    assert arm_store.cached(str(tmp_path), "env A", {"s": 1}, compute, **kw) == {"x": 1}
     assert len(calls) == 1
-    _arms.cached(str(tmp_path), "env A", {"s": 2}, compute, **kw)  # settings changed
-    _arms.cached(str(tmp_path), "env A", {"s": 2}, compute, resume=False, log=print)
+    arm_store.cached(str(tmp_path), "env A", {"s": 2}, compute, **kw)  # settings changed
+    arm_store.cached(str(tmp_path), "env A", {"s": 2}, compute, resume=False, log=print)
     assert len(calls) == 3
 
 
@@ -47,9 +45,11 @@ class _Summary:
 
 
 def test_an_interrupted_population_stops_the_study():
-    _arms.stop_if_interrupted("one", _Summary(False))
-    with pytest.raises(_arms.StudyInterrupted, match=r"one was stopped \(signal 15\) at update 7"):
-        _arms.stop_if_interrupted("one", _Summary(True, 15, 7))
+    arm_store.stop_if_interrupted("one", _Summary(False))
+    with pytest.raises(
+        arm_store.StudyInterrupted, match=r"one was stopped \(signal 15\) at update 7"
+    ):
+        arm_store.stop_if_interrupted("one", _Summary(True, 15, 7))
 
 
 @dataclasses.dataclass
@@ -63,17 +63,19 @@ def test_lm_population_states(tmp_path):
     from rljax.io import fingerprint
 
     run = _Run(str(tmp_path / "pop"))
-    assert _arms.lm_population(run, ("progress",)) == "fresh"  # nothing there
+    assert arm_store.lm_population(run, ("progress",)) == "fresh"  # nothing there
     fingerprint.save(run.workdir, dataclasses.asdict(run))
-    assert _arms.lm_population(run, ("progress",)) == "resume"  # started, not finished
+    assert arm_store.lm_population(run, ("progress",)) == "resume"  # started, not finished
     with open(os.path.join(run.workdir, "summary.json"), "w") as f:
         json.dump({"status": "done"}, f)
     with open(os.path.join(run.workdir, "results.json"), "w") as f:
         f.write("{}")
-    assert _arms.lm_population(run, ("progress",)) == "done"
-    assert _arms.lm_population(dataclasses.replace(run, progress=False), ("progress",)) == "done"
-    assert _arms.lm_population(dataclasses.replace(run, steps=20), ("progress",)) == "fresh"
+    assert arm_store.lm_population(run, ("progress",)) == "done"
+    assert (
+        arm_store.lm_population(dataclasses.replace(run, progress=False), ("progress",)) == "done"
+    )
+    assert arm_store.lm_population(dataclasses.replace(run, steps=20), ("progress",)) == "fresh"
     # a budget the trainer may extend: resumed, never reused as if it were finished
-    assert _arms.lm_population(dataclasses.replace(run, steps=20), ("steps", "progress")) == (
+    assert arm_store.lm_population(dataclasses.replace(run, steps=20), ("steps", "progress")) == (
         "resume"
     )
