@@ -80,7 +80,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.agent = "ppo"  # which agent module runs (see experiments/train.py AGENTS)
     c.env_name = env_name  # gymnax environment
-    c.seed = 0  # base seed: agent a uses fold_in(PRNGKey(seed), a)
+    c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 8  # seeds per grid point, trained together under one vmap
     c.total_timesteps = 500_000  # env steps per agent
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)

@@ -49,7 +49,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.agent = "sqirl"  # which agent module runs (see experiments/train.py AGENTS)
     c.env_name = env_name  # gymnax environment
-    c.seed = 0  # base seed
+    c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 4  # seeds per grid point, vmapped
     c.total_timesteps = 500_000  # random-exploration env steps per agent
     c.chunk_updates = 0  # updates per compiled call (0 = total/16)
