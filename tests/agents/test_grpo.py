@@ -120,6 +120,18 @@ def _named_loss(params, v: dict, b: dict):
                 logp, b["old_logp"], mean_log_probs, b["old_mean_log_probs"], b["adv"], mask,
                 rho=v["rover_rho"],
             )  # fmt: skip
+        elif name == "sapo":
+            per = policy_gradient.sapo(
+                logp, b["old_logp"], adv_t, tau_pos=v["sapo_tau_pos"], tau_neg=v["sapo_tau_neg"]
+            )
+        elif name == "vespo":
+            per = policy_gradient.vespo(
+                logp, b["old_logp"], b["adv"], mask, k_pos=v["vespo_k_pos"],
+                lambda_pos=v["vespo_lambda_pos"], k_neg=v["vespo_k_neg"],
+                lambda_neg=v["vespo_lambda_neg"],
+            )  # fmt: skip
+        elif name == "luspo":
+            per = policy_gradient.luspo(logp, b["old_logp"], b["adv"], mask, **eps)
         else:
             rate = b["correct_rate"][:, None]
             # All-right / all-wrong groups carry no signal: masked out, their rate kept off 0/1.
@@ -206,7 +218,8 @@ def test_advantage_by_code_equals_the_named_estimator(name):
 
 
 def test_preset_values_and_errors():
-    named = "grpo dr_grpo dapo lite_ppo ngrpo gspo rloo cispo nft pacs rover dph_fkl dph_js".split()
+    named = "grpo dr_grpo dapo lite_ppo ngrpo gspo rloo cispo nft pacs rover dph_fkl dph_js"
+    named = (named + " sapo vespo luspo").split()
     assert set(presets.PRESETS) == set(named)
     rloo = presets.resolve("rloo")
     assert rloo["aggregation"] == "seq_mean_token_sum" and rloo["num_epochs"] == 1
@@ -238,11 +251,11 @@ def test_zero_advantage_share_counts_groups_without_gradient():
     grpo_adv = returns.grpo_advantages(rewards, mask)
     ngrpo_adv = returns.ngrpo_advantages(rewards, mask, r_max=1.0)
     # GRPO: the all-wrong and all-right trained groups carry nothing (2 of 3)
-    np.testing.assert_allclose(grpo.zero_advantage_share(grpo_adv, valid), 2 / 3, rtol=1e-6)
+    np.testing.assert_allclose(groups.zero_advantage_share(grpo_adv, valid), 2 / 3, rtol=1e-6)
     # NGRPO's virtual r_max sample gives the all-wrong group A = -1/3; all-right stays 0
     np.testing.assert_allclose(ngrpo_adv[0], -1 / 3, rtol=1e-5)
-    np.testing.assert_allclose(grpo.zero_advantage_share(ngrpo_adv, valid), 1 / 3, rtol=1e-6)
-    assert float(grpo.zero_advantage_share(grpo_adv, jnp.zeros(4))) == 0.0
+    np.testing.assert_allclose(groups.zero_advantage_share(ngrpo_adv, valid), 1 / 3, rtol=1e-6)
+    assert float(groups.zero_advantage_share(grpo_adv, jnp.zeros(4))) == 0.0
 
 
 @pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)
