@@ -9,8 +9,8 @@
 
 The argument is `<task>[,fast|,tiny]`, task in {arithmetic, countdown, strings, equation}.
 Presets (rljax/agents/grpo/presets.py): grpo, dr_grpo, dapo, lite_ppo, ngrpo, gspo, rloo, cispo,
-nft,
-pacs, rover, dph_fkl, dph_js. `rl.*` fields left at None take the preset's value;
+nft, pacs, rover, sapo, vespo, luspo, dph_fkl, dph_js. `rl.*` fields left at None take the
+preset's value (`rl.delta=4` TRL's two-sided clip, `rl.mask_truncated_completions=1`);
 `sweep.<field>=a,b` sweeps a preset field (numbers or choice names) or the preset itself;
 every combination x `num_seeds` trains together.
 
@@ -27,7 +27,8 @@ from ml_collections import config_dict
 
 from rljax.agents.grpo import presets
 
-_INTS = ("num_epochs", "num_minibatches", "dynamic_sampling")  # integer preset fields
+# integer preset fields
+_INTS = ("num_epochs", "num_minibatches", "dynamic_sampling", "mask_truncated_completions")
 
 
 def get_config(arg: str = "arithmetic"):

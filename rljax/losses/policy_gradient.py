@@ -3,6 +3,7 @@
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax import checks
 
@@ -14,6 +15,7 @@ def ppo_clip(
     *,
     eps_low: float | jax.Array,
     eps_high: float | jax.Array,
+    delta: float | jax.Array | None = None,
 ) -> jax.Array:
     """Per-element PPO clipped surrogate loss with asymmetric clipping.
 
@@ -21,22 +23,33 @@ def ppo_clip(
     Schulman et al. 2017, "Proximal Policy Optimization Algorithms"; ``ε_high > ε_low`` is DAPO's
     clip-higher (Yu et al. 2025). Symmetric PPO is ``eps_low == eps_high``.
 
+    Two-sided clip (``delta``, INTELLECT-2 technical report, arXiv 2505.07291; TRL's ``delta``):
+    the unclipped ratio is capped as well, ``ℓ = -min(min(ρ, δ) A, clip(ρ, 1-ε_low, 1+ε_high) A)``,
+    so a negative-advantage element whose ratio passed δ has loss ``-δA`` and no gradient. For
+    ``δ > 1 + ε_high`` this is ``ppo_dual_clip`` with ``c = δ``; a smaller δ also lowers the
+    positive-advantage cap to δ.
+
     Args:
       logp: log π_θ(a|s) of the taken action, ``[...]``.
       old_logp: log π_old(a|s) of the same action, ``[...]``.
       adv: advantage estimates, ``[...]`` (treated as constants).
       eps_low: lower clip range ε_low in [0, 1] (the ratio is clipped below at 1 - ε_low).
       eps_high: upper clip range ε_high >= 0.
+      delta: the two-sided cap δ > 1 on the unclipped ratio (None: no cap; an array may hold
+        inf for no cap).
 
     Returns:
       Loss per element, ``[...]``. An element with ``A = 0`` has loss 0 and gradient 0 even
       when its float ratio overflows to inf (``inf · 0`` would be NaN).
 
     Raises:
-      ValueError: if a concrete ``eps_low`` is outside [0, 1] or ``eps_high`` is negative or NaN.
+      ValueError: if a concrete ``eps_low`` is outside [0, 1], ``eps_high`` is negative or NaN,
+        or ``delta`` is not a finite number > 1.
     """
     checks.check_range("eps_low", eps_low, low=0.0, high=1.0)
     checks.check_range("eps_high", eps_high, low=0.0)
+    if delta is not None:
+        checks.check_range("delta", delta, low=1.0, low_open=True)
     chex.assert_equal_shape([logp, old_logp, adv])
     adv = jax.lax.stop_gradient(adv)
     # A zero advantage contributes nothing: its log-ratio is replaced before exp, so an
@@ -44,7 +57,8 @@ def ppo_clip(
     log_ratio = jnp.where(adv == 0, 0.0, logp - jax.lax.stop_gradient(old_logp))
     ratio = jnp.exp(log_ratio)
     clipped = jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high)
-    return -jnp.minimum(ratio * adv, clipped * adv)
+    unclipped = ratio if delta is None else jnp.minimum(ratio, delta)
+    return -jnp.minimum(unclipped * adv, clipped * adv)
 
 
 def reinforce(logp: jax.Array, adv: jax.Array) -> jax.Array:
@@ -159,12 +173,14 @@ def gspo(
     *,
     eps_low: float | jax.Array,
     eps_high: float | jax.Array,
+    delta: float | jax.Array | None = None,
 ) -> jax.Array:
     """Per-sequence GSPO loss ``ℓ_i = -min(s_i A_i, clip(s_i, 1-ε_low, 1+ε_high) A_i)``.
 
     Zheng et al. 2025, "Group Sequence Policy Optimization": the clip acts on the whole
     sequence's length-normalized ratio ``s_i`` (``gspo_log_ratio``), so ε is small (the paper
-    uses about 3e-4 / 4e-4). Average over sequences with ``reduce.masked_mean``.
+    uses about 3e-4 / 4e-4). Average over sequences with ``reduce.masked_mean``. ``delta`` is
+    ``ppo_clip``'s two-sided cap, applied to ``s_i``.
 
     Args:
       logp: per-token log π_θ ``[B, L]``.
@@ -173,13 +189,15 @@ def gspo(
       mask: ``[B, L]``, 1 = real token.
       eps_low: lower clip range.
       eps_high: upper clip range.
+      delta: two-sided cap δ > 1 on ``s_i`` (None: none).
 
     Returns:
       Loss per sequence ``[B]``.
     """
     chex.assert_rank(adv, 1)
     log_s = gspo_log_ratio(logp, old_logp, mask)
-    return ppo_clip(log_s, jnp.zeros_like(log_s), adv, eps_low=eps_low, eps_high=eps_high)
+    clip = dict(eps_low=eps_low, eps_high=eps_high, delta=delta)
+    return ppo_clip(log_s, jnp.zeros_like(log_s), adv, **clip)
 
 
 def gspo_token(
@@ -214,6 +232,169 @@ def gspo_token(
     zeros = jnp.zeros_like(log_s_t)
     loss = ppo_clip(log_s_t, zeros, adv_t, eps_low=eps_low, eps_high=eps_high)
     return jnp.where(mask > 0, loss, 0.0)
+
+
+def luspo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    eps_low: float | jax.Array,
+    eps_high: float | jax.Array,
+    delta: float | jax.Array | None = None,
+) -> jax.Array:
+    """Per-token LUSPO loss: GSPO's sequence loss ``ℓ_i`` placed on every real token of ``y_i``.
+
+    ``ℓ_it = ℓ_i = -min(s_i A_i, clip(s_i, 1-ε_low, 1+ε_high) A_i)`` for each real token, so
+    its token sum is ``|y_i| ℓ_i``: LUSPO scales each sequence's GSPO loss by its length, which
+    removes GSPO's bias towards short responses. Liu et al. 2026, "Length-Unbiased Sequence
+    Policy Optimization" (LUSPO, arXiv 2602.05261). The aggregation stays the caller's:
+    ``reduce.seq_mean_token_sum`` gives ``(1/N) Σ_i |y_i| ℓ_i`` (TRL's ``loss_type="luspo"``),
+    ``reduce.token_mean`` gives ``Σ_i |y_i| ℓ_i / Σ_i |y_i|``, and ``reduce.seq_mean_token_mean``
+    gives back GSPO. The gradient flows through ``s_i`` (every token of the sequence), exactly
+    as for ``gspo``; ``delta`` is ``ppo_clip``'s two-sided cap on ``s_i``.
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: sequence advantages ``[B]`` (constants).
+      mask: ``[B, L]``, 1 = real token.
+      eps_low: lower clip range (on the sequence ratio: GSPO's small values).
+      eps_high: upper clip range.
+      delta: two-sided cap δ > 1 on ``s_i`` (None: none).
+
+    Returns:
+      Loss per token ``[B, L]``, 0 at padding.
+    """
+    per_seq = gspo(logp, old_logp, adv, mask, eps_low=eps_low, eps_high=eps_high, delta=delta)
+    return jnp.where(mask > 0, per_seq[:, None], 0.0)
+
+
+def sapo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    *,
+    tau_pos: float | jax.Array,
+    tau_neg: float | jax.Array,
+) -> jax.Array:
+    """Per-token SAPO loss: a smooth, temperature-controlled gate in place of PPO's hard clip.
+
+    ``ℓ = -(4/τ) σ(τ (ρ - 1)) A`` with ``ρ = π_θ/π_old``, ``τ = τ_pos`` where ``A > 0`` and
+    ``τ_neg`` elsewhere. Its gradient is ``-4 σ(x)(1 - σ(x)) ρ A ∇log π`` at ``x = τ(ρ - 1)``:
+    PPO's ``-A ∇log π`` on policy (ρ = 1), fading smoothly as ρ leaves 1 (faster for a larger
+    τ) instead of dropping to zero at a clip boundary. Soft Adaptive Policy Optimization
+    (SAPO, arXiv 2511.20347); ``τ_neg > τ_pos`` (TRL's 1.05 / 1.0) damps off-policy
+    negative-advantage tokens sooner.
+
+    Args:
+      logp: log π_θ of the sampled tokens ``[...]``.
+      old_logp: log π_old of the same tokens ``[...]``.
+      adv: advantages ``[...]`` (constants).
+      tau_pos: temperature τ_pos > 0 for ``A > 0``.
+      tau_neg: temperature τ_neg > 0 for ``A <= 0``.
+
+    Returns:
+      Loss per element ``[...]``; 0 with gradient 0 where ``A = 0``.
+    """
+    checks.check_range("tau_pos", tau_pos, low=0.0, low_open=True)
+    checks.check_range("tau_neg", tau_neg, low=0.0, low_open=True)
+    chex.assert_equal_shape([logp, old_logp, adv])
+    adv = jax.lax.stop_gradient(adv)
+    # As in ppo_clip: a zero advantage keeps an overflowing ratio out of inf · 0.
+    log_ratio = jnp.where(adv == 0, 0.0, logp - jax.lax.stop_gradient(old_logp))
+    tau = jnp.where(adv > 0, tau_pos, tau_neg)
+    gate = jax.nn.sigmoid(tau * (jnp.exp(log_ratio) - 1.0)) * 4.0 / tau
+    return -gate * adv
+
+
+_VESPO_LOG_W_MIN = float(np.log(1e-8))  # the floor of log w (TRL's and the authors' code)
+
+
+def vespo_weight(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    k_pos: float | jax.Array,
+    lambda_pos: float | jax.Array,
+    k_neg: float | jax.Array,
+    lambda_neg: float | jax.Array,
+) -> jax.Array:
+    """VESPO's Gamma-shaped weight ``φ(w_i) = e^λ w_i^k e^{-λ w_i}`` of each sequence (no gradient).
+
+    ``w_i = π_θ(y_i)/π_old(y_i) = exp(Σ_t log ρ_it)`` is the *unnormalized* sequence ratio;
+    ``(k, λ) = (k_pos, λ_pos)`` where ``A_i >= 0`` and ``(k_neg, λ_neg)`` elsewhere. ``φ(1) = 1``,
+    φ vanishes as ``w → 0`` (power k) and as ``w → ∞`` (decay λ), with its peak at ``w = k/λ``.
+    Computed in log space, ``log φ = λ + k log w - λ w``, with the clamps of TRL's
+    implementation (which follows the authors' code): each ``log ρ_it`` to [-20, 20], ``log w``
+    to [log 1e-8, 20], and a non-finite φ set to 0 (TRL also raises λ to at least 1e-4; here
+    λ > 0 is the caller's). VESPO (Variational Sequence-Level Soft Policy Optimization, arXiv
+    2602.10693).
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: sequence advantages ``[B]``.
+      mask: ``[B, L]``, 1 = real token.
+      k_pos, lambda_pos: the power k >= 0 and decay λ > 0 for ``A >= 0``.
+      k_neg, lambda_neg: the same for ``A < 0``.
+
+    Returns:
+      ``φ(w_i)`` per sequence ``[B]``, under a stop-gradient (1 for an empty sequence).
+    """
+    chex.assert_rank([logp, adv], [2, 1])
+    chex.assert_equal_shape([logp, old_logp, mask])
+    for name, v in (("k_pos", k_pos), ("k_neg", k_neg)):
+        checks.check_range(name, v, low=0.0)
+    for name, v in (("lambda_pos", lambda_pos), ("lambda_neg", lambda_neg)):
+        checks.check_range(name, v, low=0.0, low_open=True)
+    log_ratio = jnp.clip(jax.lax.stop_gradient(logp - old_logp), -20.0, 20.0)
+    log_w = jnp.sum(jnp.where(mask > 0, log_ratio, 0.0), axis=1)
+    log_w = jnp.clip(log_w, _VESPO_LOG_W_MIN, 20.0)
+    nonneg = adv >= 0
+    k = jnp.where(nonneg, k_pos, k_neg)
+    lam = jnp.where(nonneg, lambda_pos, lambda_neg)
+    phi = jnp.exp(lam + k * log_w - lam * jnp.exp(log_w))
+    return jax.lax.stop_gradient(jnp.where(jnp.isfinite(phi), phi, 0.0))
+
+
+def vespo(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    adv: jax.Array,
+    mask: jax.Array,
+    *,
+    k_pos: float | jax.Array,
+    lambda_pos: float | jax.Array,
+    k_neg: float | jax.Array,
+    lambda_neg: float | jax.Array,
+) -> jax.Array:
+    """Per-token VESPO loss: REINFORCE weighted by the Gamma weight of the sequence ratio.
+
+    ``ℓ_it = -sg(φ(w_i)) A_i log π_θ(y_it)`` with ``φ`` from ``vespo_weight``: a smooth,
+    asymmetric soft trust region on the whole sequence in place of a hard clip; on policy
+    (``w = 1``, ``φ = 1``) its gradient is REINFORCE's ``-A ∇log π``. VESPO (arXiv 2602.10693);
+    TRL aggregates it with the token mean (``reduce.token_mean``).
+
+    Args:
+      logp: per-token log π_θ ``[B, L]``.
+      old_logp: per-token log π_old ``[B, L]``.
+      adv: sequence advantages ``[B]`` (constants).
+      mask: ``[B, L]``, 1 = real token.
+      k_pos, lambda_pos, k_neg, lambda_neg: ``vespo_weight``'s shape parameters.
+
+    Returns:
+      Loss per token ``[B, L]``, 0 at padding.
+    """
+    phi = vespo_weight(
+        logp, old_logp, adv, mask,
+        k_pos=k_pos, lambda_pos=lambda_pos, k_neg=k_neg, lambda_neg=lambda_neg,
+    )  # fmt: skip
+    weight = phi * jax.lax.stop_gradient(adv)
+    return jnp.where(mask > 0, -weight[:, None] * logp, 0.0)
 
 
 def _floor_keep_grad(x: jax.Array, floor: float | jax.Array) -> jax.Array:

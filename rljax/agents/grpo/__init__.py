@@ -103,11 +103,19 @@ class Hparams(NamedTuple):
     curriculum_lr: jax.Array  # α of the TD(0) update of the level values
     ucb_c: jax.Array  # c of UCB's exploration bonus
     balance_delta: jax.Array  # δ: dynamic sampling keeps groups with |p̂ − ½| ≤ δ too
+    delta: jax.Array  # two-sided clip: cap δ on the unclipped ratio (0: none; TRL's `delta`)
+    mask_truncated_completions: jax.Array  # 1: completions without a stop token do not train
+    sapo_tau_pos: jax.Array  # SAPO's gate temperature where A > 0
+    sapo_tau_neg: jax.Array  # ... and where A <= 0
+    vespo_k_pos: jax.Array  # VESPO's Gamma weight: power k and decay λ where A >= 0
+    vespo_lambda_pos: jax.Array
+    vespo_k_neg: jax.Array  # ... and where A < 0
+    vespo_lambda_neg: jax.Array
 
 
 INT_FIELDS = (
     "advantage", "aggregation", "policy_loss", "divergence", "placement", "dynamic_sampling",
-    "num_epochs", "num_minibatches", "reward", "curriculum",
+    "num_epochs", "num_minibatches", "reward", "curriculum", "mask_truncated_completions",
 )  # fmt: skip
 
 
@@ -309,8 +317,12 @@ def step(
     adv = objective.advantages(choice, shaped, group_mask, 1.0 + config.format_weight)
     correct = ro.correct.reshape(B, G)
     rate = jnp.sum(correct * group_mask, 1) / jnp.maximum(jnp.sum(group_mask, 1), 1.0)
+    # mask_truncated_completions: truncated rows leave the loss mask, not the sequence count
+    eos = config.model.eos_ids
+    kept = objective.loss_rows(hp.mask_truncated_completions, ro.tokens, ro.completion_mask, eos)
+    loss_mask = ro.mask * kept[:, None]
     batch = groups.Batch(
-        *seqs, ro.mask, old_logp, old_mean_log_probs, ref_logp, adv.reshape(-1), ro.correct,
+        *seqs, loss_mask, old_logp, old_mean_log_probs, ref_logp, adv.reshape(-1), ro.correct,
         jnp.repeat(rate, G),
     )  # fmt: skip
     batch, extra = (batch, {}) if behaviour is None else behaviour(batch)
@@ -325,7 +337,8 @@ def step(
         refs = groups.RefSamples(
             *ref_prompt, ref_out.tokens, ref_out.mask, jnp.sum(base_logp, axis=1)
         )
-    schedule = objective.micro_schedule(config, hp, ro.mask, k_order)  # rows, groups, norms, flags
+    # rows, groups, norms, flags
+    schedule = objective.micro_schedule(config, hp, loss_mask, k_order, seq_mask=ro.mask)
     optimizer = _optimizer(config)
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 

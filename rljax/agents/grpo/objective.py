@@ -57,6 +57,14 @@ class Choice(NamedTuple):
     entropy_coef: jax.Array
     pacs_beta: jax.Array
     rover_rho: jax.Array  # ρ of ROVER's Q = ρ log(π_θ/π_old)
+    # Defaults (off / TRL's values) so a hand-built Choice need not name the fields below.
+    delta: jax.Array | float = 0.0  # two-sided cap on the unclipped ratio (0: none)
+    sapo_tau_pos: jax.Array | float = 1.0  # SAPO's gate temperature where A > 0
+    sapo_tau_neg: jax.Array | float = 1.05  # ... and where A <= 0
+    vespo_k_pos: jax.Array | float = 2.0  # VESPO's power k where A >= 0
+    vespo_lambda_pos: jax.Array | float = 3.0  # VESPO's decay λ where A >= 0
+    vespo_k_neg: jax.Array | float = 3.0  # ... and where A < 0
+    vespo_lambda_neg: jax.Array | float = 2.0
 
 
 def advantages(choice: Choice, rewards: jax.Array, mask: jax.Array, r_max: float) -> jax.Array:
@@ -103,13 +111,34 @@ class Norms(NamedTuple):
     references: jax.Array  # reference samples (sample divergences)
 
 
-def minibatch_norms(mask: jax.Array, num_references: int) -> Norms:
-    """Normalizers of a minibatch (or micro-batch) `mask [M, A]`; sum them across micro-batches."""
+def minibatch_norms(mask: jax.Array, num_references: int, seq_mask=None) -> Norms:
+    """Normalizers of a minibatch (or micro-batch) `mask [M, A]`; sum them across micro-batches.
+
+    `seq_mask [M, A]`: the rows that count as sequences (None: `mask`'s); `loss_rows` drops the
+    truncated rows from `mask` but not from `seq_mask`.
+    """
+    rows = mask if seq_mask is None else seq_mask
     return Norms(
         jnp.sum(mask),
-        jnp.sum(jnp.any(mask > 0, axis=1).astype(mask.dtype)),
+        jnp.sum(jnp.any(rows > 0, axis=1).astype(mask.dtype)),
         jnp.asarray(num_references, mask.dtype),
     )
+
+
+def loss_rows(code: jax.Array, tokens: jax.Array, completion_mask: jax.Array, eos_ids) -> jax.Array:
+    """`[N]` 1 for the rows that train, 0 for the truncated ones when `code` (TRL's
+    `mask_truncated_completions`, DAPO's overlong filtering) is 1.
+
+    A completion is truncated when no real token of `tokens [N, A]` (`completion_mask`) is one of
+    `eos_ids`: it hit the length limit before a stop token. Its rows get mask 0, so it adds
+    nothing to the loss and no token to the token normalizers; it still counts as a sequence
+    (`minibatch_norms(seq_mask=)`), and its reward still enters its group's advantages. That is
+    TRL's rule: it zeroes the completion mask, its token counts drop the row and its means over
+    sequences keep it.
+    """
+    stop = jnp.isin(tokens, jnp.asarray(eos_ids, tokens.dtype)) & (completion_mask > 0)
+    truncated = ~jnp.any(stop, axis=1)
+    return jnp.where((code == 1) & truncated, 0.0, 1.0)
 
 
 def token_weights(code: jax.Array, mask: jax.Array, norms: Norms, max_len: float) -> jax.Array:
@@ -149,9 +178,10 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
     """
     w = token_weights(choice.aggregation, mb.mask, norms, max_len)
     adv_t = jnp.broadcast_to(mb.adv[:, None], mb.logp.shape)
-    ppo = policy_gradient.ppo_clip(
-        mb.logp, mb.old_logp, adv_t, eps_low=choice.eps_low, eps_high=choice.eps_high
-    )
+    # delta 0: no two-sided cap (min(ρ, inf) = ρ exactly, value and gradient)
+    cap = jnp.where(choice.delta > 0, choice.delta, jnp.inf)
+    clip = dict(eps_low=choice.eps_low, eps_high=choice.eps_high, delta=cap)
+    ppo = policy_gradient.ppo_clip(mb.logp, mb.old_logp, adv_t, **clip)
     cispo = policy_gradient.cispo(
         mb.logp, mb.old_logp, adv_t, eps_low=choice.eps_low, eps_high=choice.eps_high
     )
@@ -170,7 +200,17 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
         mb.mask,
         rho=choice.rover_rho,
     )
+    sapo = policy_gradient.sapo(
+        mb.logp, mb.old_logp, adv_t, tau_pos=choice.sapo_tau_pos, tau_neg=choice.sapo_tau_neg
+    )
+    vespo = policy_gradient.vespo(
+        mb.logp, mb.old_logp, mb.adv, mb.mask,
+        k_pos=choice.vespo_k_pos, lambda_pos=choice.vespo_lambda_pos,
+        k_neg=choice.vespo_k_neg, lambda_neg=choice.vespo_lambda_neg,
+    )  # fmt: skip
     token = {"ppo_clip": ppo, "cispo": cispo, "reinforce": reinforce, "nft": nft, "rover": rover}
+    token["sapo"], token["vespo"] = sapo, vespo
+    token["luspo"] = policy_gradient.luspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
     sequence_names = presets.SEQUENCE_LOSSES  # their per-token slot is zero (explicitly)
     token.update({name: jnp.zeros_like(ppo) for name in sequence_names})
     per_token = select(choice.policy_loss, token, presets.POLICY_LOSSES, "policy_loss")
@@ -178,9 +218,7 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
 
     has_tok = jnp.any(mb.mask > 0, axis=1).astype(mb.logp.dtype)
     u = has_tok / jnp.maximum(norms.sequences, 1.0)
-    gspo = policy_gradient.gspo(
-        mb.logp, mb.old_logp, mb.adv, mb.mask, eps_low=choice.eps_low, eps_high=choice.eps_high
-    )
+    gspo = policy_gradient.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
     groups = mb.logp.shape[0] // mb.group_size
     seq_logp = jnp.sum(mb.logp * mb.mask, axis=1).reshape(groups, mb.group_size)
     seq_old = jnp.sum(mb.old_logp * mb.mask, axis=1).reshape(groups, mb.group_size)
@@ -243,11 +281,13 @@ def sample_divergence(
     return jnp.sum(value) / jnp.maximum(norms.references, 1.0)
 
 
-def micro_schedule(config, hp, mask: jax.Array, key):
+def micro_schedule(config, hp, mask: jax.Array, key, seq_mask=None):
     """Rows, normalizers, and active / apply flags of every micro-step `[E_max × M_max]`.
 
     `config`: the learner's static config (B, G, E_max, M_max, reference samples); `hp`: its
-    `Hparams` (num_epochs, num_minibatches); `mask [B × G, A]`; `key` orders the groups.
+    `Hparams` (num_epochs, num_minibatches); `mask [B × G, A]` the loss mask; `key` orders the
+    groups; `seq_mask [B × G, A]` the rows counted as sequences (None: `mask`'s; see
+    `minibatch_norms`).
     """
     B, G = config.prompts_per_step, config.group_size
     E, M = config.max_epochs, config.max_minibatches
@@ -257,8 +297,9 @@ def micro_schedule(config, hp, mask: jax.Array, key):
     groups = perms.reshape(E, M, per_micro)
     rows = (groups[..., None] * G + jnp.arange(G)).reshape(E, M, per_micro * G)
     micro_mask = mask[rows]  # [E, M, rows, A]
+    micro_seq = micro_mask if seq_mask is None else seq_mask[rows]
     tokens = jnp.sum(micro_mask, axis=(2, 3))
-    seqs = jnp.sum(jnp.any(micro_mask > 0, axis=3), axis=2).astype(jnp.float32)
+    seqs = jnp.sum(jnp.any(micro_seq > 0, axis=3), axis=2).astype(jnp.float32)
     k = M // jnp.maximum(hp.num_minibatches, 1)  # micro-batches per AdamW step
     minibatch = jnp.arange(M) // k
     same = (minibatch[:, None] == minibatch[None, :]).astype(jnp.float32)  # [M, M]

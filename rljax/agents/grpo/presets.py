@@ -8,14 +8,18 @@ codes; `hparam_values` turns a preset (plus overrides) into the numbers the lear
 Normalization each preset uses (the aggregation turns per-token losses into one number):
   grpo      seq_mean_token_mean  (1/N) Σ_i (1/|o_i|) Σ_t ℓ_it       DeepSeekMath
   dr_grpo   seq_mean_token_sum_norm (1/N) Σ_i Σ_t ℓ_it / L_max     Dr.GRPO
-  dapo, lite_ppo, ngrpo, cispo, nft, rover   token_mean Σ_i Σ_t ℓ_it / Σ_i |o_i|
+  dapo, lite_ppo, ngrpo, cispo, nft, rover, vespo   token_mean Σ_i Σ_t ℓ_it / Σ_i |o_i|
+  sapo      seq_mean_token_mean, as GRPO (TRL's loss_type="sapo")
+  luspo     seq_mean_token_sum of GSPO's sequence loss on every token: (1/N) Σ_i |o_i| ℓ_i
   gspo, pacs   sequence-level losses, mean over sequences
   rloo      seq_mean_token_sum   (1/N) Σ_i Σ_t ℓ_it: the sequence-sum REINFORCE form of the
             paper (a sequence-mean-token-mean would divide each gradient by |o_i|)
   dph_fkl, dph_js   GRPO's, plus the divergence to the reference on reference samples
 
 Values follow the papers where they state them; where they do not (NGRPO's asymmetric clip,
-CISPO's truncation, NFT's and PACS's aggregation, the DPH coefficients), ours are marked.
+CISPO's truncation, NFT's and PACS's aggregation, the DPH coefficients), ours are marked. SAPO,
+VESPO and LUSPO, the two-sided clip `delta` and `mask_truncated_completions` take TRL 1.16's
+GRPOTrainer defaults (`trl/trainer/grpo_config.py`); `delta` and the masking are off by default.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ AGGREGATIONS = (
     "seq_mean_token_sum",
     "seq_mean_token_sum_norm",
 )
-POLICY_LOSSES = ("ppo_clip", "cispo", "reinforce", "nft", "gspo", "pacs", "rover")
+POLICY_LOSSES = (
+    "ppo_clip", "cispo", "reinforce", "nft", "gspo", "pacs", "rover", "sapo", "vespo", "luspo",
+)  # fmt: skip
+TWO_SIDED_LOSSES = ("ppo_clip", "gspo", "luspo")  # the losses `delta` caps (TRL's clip losses)
 SEQUENCE_LOSSES = ("gspo", "pacs")  # one loss per sequence: averaged over sequences
 DIVERGENCES = ("none", "k1", "k2", "k3", "forward_kl", "js")
 SAMPLE_DIVERGENCES = ("forward_kl", "js")  # estimated on the reference model's own samples
@@ -62,6 +69,16 @@ _COMMON = dict(
     entropy_coef=0.0,
     pacs_beta=1.0,
     rover_rho=1.0,  # ρ of ROVER's Q = ρ log(π_θ/π_old) (ours: the paper's LLM value unverified)
+    # TRL's `delta`: the two-sided clip caps the unclipped ratio of TWO_SIDED_LOSSES at δ (0: off)
+    delta=0.0,
+    # 1: completions that never emitted a stop token get zero weight (DAPO's overlong filtering)
+    mask_truncated_completions=0,
+    sapo_tau_pos=1.0,  # SAPO's gate temperatures for A > 0 and A <= 0 (TRL's defaults)
+    sapo_tau_neg=1.05,
+    vespo_k_pos=2.0,  # VESPO's Gamma weight w^k e^{λ(1-w)}: k and λ for A >= 0 (TRL's defaults)
+    vespo_lambda_pos=3.0,
+    vespo_k_neg=3.0,  # ... and for A < 0
+    vespo_lambda_neg=2.0,
     num_epochs=2,
     num_minibatches=2,
     learning_rate=3e-4,
@@ -117,6 +134,20 @@ PRESETS = {
     # the next state, with the group-centred reward r̃ = r − mean (Dr.GRPO's advantage) given
     # to every token, token-mean aggregated (ρ = 1 ours).
     "rover": {**_COMMON, "advantage": "dr_grpo", "policy_loss": "rover"},
+    # SAPO: PPO's hard clip replaced by a sigmoid gate of the token ratio; GRPO's aggregation,
+    # as TRL's loss_type="sapo".
+    "sapo": {**_COMMON, "policy_loss": "sapo", "aggregation": "seq_mean_token_mean"},
+    # VESPO: REINFORCE weighted by a Gamma function of the sequence ratio; token mean, as TRL.
+    "vespo": {**_COMMON, "policy_loss": "vespo"},
+    # LUSPO: GSPO with each sequence's loss scaled by its length, (1/N) Σ_i |o_i| ℓ_i as TRL's
+    # loss_type="luspo"; GSPO's sequence-ratio clip range (ours: TRL's default ε is 0.2).
+    "luspo": {
+        **_COMMON,
+        "aggregation": "seq_mean_token_sum",
+        "policy_loss": "luspo",
+        "eps_low": 3e-4,
+        "eps_high": 4e-4,
+    },
     # DPH-RL ("The Choice of Divergence"): GRPO plus a mass-covering divergence to the base,
     # estimated on the base's own samples (coefficients ours).
     "dph_fkl": {
@@ -136,6 +167,8 @@ FIELDS = tuple(_COMMON)  # every field a preset sets, and so every field a sweep
 
 
 _INF = float("inf")
+_POSITIVE = ("pacs_beta", "rover_rho", "sapo_tau_pos", "sapo_tau_neg")
+_POSITIVE += ("vespo_lambda_pos", "vespo_lambda_neg")
 # The float fields: field -> (check, what is allowed). `rljax.agents.grpo.HPARAM_RULES` is this.
 HPARAM_RULES = {
     **{
@@ -144,8 +177,11 @@ HPARAM_RULES = {
     },
     # the ratio's lower clip 1 - ε_low must be >= 0 (1: no lower clip, as CISPO)
     "eps_low": (lambda v: 0 <= v <= 1, "in [0, 1] (1 - eps_low is the lowest ratio kept)"),
-    # scales of a log-ratio: 0 would erase the loss
-    **{f: (lambda v: 0 < v < _INF, "a finite > 0") for f in ("pacs_beta", "rover_rho")},
+    # scales of a log-ratio (0 would erase the loss), SAPO's temperatures and VESPO's decays
+    **{f: (lambda v: 0 < v < _INF, "a finite > 0") for f in _POSITIVE},
+    **{f: (lambda v: 0 <= v < _INF, "a finite >= 0") for f in ("vespo_k_pos", "vespo_k_neg")},
+    # a cap at or below 1 would clip the on-policy ratio itself
+    "delta": (lambda v: v == 0 or 1 < v < _INF, "0 (no two-sided clip) or a finite > 1"),
     "learning_rate": (lambda v: 0 < v < 1, "in (0, 1)"),
     "curriculum_temp": (lambda v: 0 < v < _INF, "a finite > 0"),
     "curriculum_lr": (lambda v: 0 < v <= 1, "in (0, 1]"),
@@ -183,8 +219,14 @@ def check(values: dict) -> None:
         v = values[field]
         if isinstance(v, bool) or int(v) != v or not 1 <= v <= 64:
             raise ValueError(f"rl.{field}={v!r} is invalid; allowed: an integer in [1, 64]")
-    if values["dynamic_sampling"] not in (0, 1, True, False):
-        raise ValueError(f"rl.dynamic_sampling={values['dynamic_sampling']!r}; allowed: 0 or 1")
+    for field in ("dynamic_sampling", "mask_truncated_completions"):
+        if values[field] not in (0, 1, True, False):
+            raise ValueError(f"rl.{field}={values[field]!r} is invalid; allowed: 0 or 1")
+    if float(values["delta"]) > 0 and values["policy_loss"] not in TWO_SIDED_LOSSES:
+        raise ValueError(
+            f"rl.delta={values['delta']!r} with rl.policy_loss={values['policy_loss']!r} would "
+            f"be ignored; the two-sided clip caps {', '.join(TWO_SIDED_LOSSES)} (or set delta=0)"
+        )
     _check_curriculum(values)
     if values["divergence"] in SAMPLE_DIVERGENCES and values["placement"] == "reward":
         raise ValueError(
@@ -218,6 +260,7 @@ def hparam_values(values: dict) -> dict:
     out = {k: v for k, v in values.items() if k not in CHOICES}
     out.update({field: _choose(field, values[field], table) for field, table in CHOICES.items()})
     out["dynamic_sampling"] = int(bool(values["dynamic_sampling"]))
+    out["mask_truncated_completions"] = int(bool(values["mask_truncated_completions"]))
     out["num_epochs"], out["num_minibatches"] = (
         int(values["num_epochs"]),
         int(values["num_minibatches"]),
