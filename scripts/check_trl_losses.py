@@ -56,7 +56,11 @@ from rljax.agents.grpo import objective, presets  # noqa: E402
 
 GROUPS, G, L = 4, 4, 10
 EOS, PAD, VOCAB = 2, 0, 32
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# The other TRL source read while writing rljax's versions. Its loss code differs from 1.16's
+# only where no value here changes: luspo's sum written with the mask, dapo / vespo's normalizer
+# rescaled by steps_per_generation (1 here), and the entropy bonus (off here).
+TRL_MAIN_READ = "huggingface/trl main at f2cd57710ae345ea6428ae95363267fcf38a3dc8 (1.10.0.dev0)"
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,6 +290,7 @@ def main(argv=None) -> int:
         "log-probs, same inputs (scripts/check_trl_losses.py docstring)",
         "trl_version": trl.__version__,
         "trl_source": "trl wheel from PyPI; trl/trainer/grpo_trainer.py sha256 " + digest,
+        "trl_also_read": TRL_MAIN_READ,
         "torch_version": torch.__version__,
         "rljax_commit": _git_commit(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
