@@ -14,12 +14,12 @@ import ml_collections
 
 from rljax import cli
 
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     # The classic purejaxrl/CleanRL setup: 4 seeds x 500k steps. The Huber threshold covers
     # the value range [0, 100]: every non-terminal step pays +1 whatever the action, so the only
     # signal about the actions is in terminal transitions, whose TD errors are the size of Q
-    # (tens). At the Atari δ = 1 their gradient is capped at any other sample's: every agent
+    # (tens). At the Atari δ = 1 their gradient is capped at any other sample's: every learner
     # ended at 9.6 (below random, ~22) with Q diverging (docs/value_based.md).
     "CartPole-v1": {"dqn.huber_delta": 100.0},
     # Rewards -1 per step until the goal; values in [-100, 0].
@@ -63,11 +63,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if env_name not in ENV_OVERRIDES:
         raise ValueError(f"configs/dqn.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}")
     c = ml_collections.ConfigDict()
-    c.agent = "dqn"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "dqn"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 4  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 500_000  # env steps per agent
+    c.total_timesteps = 500_000  # env steps per learner
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
@@ -78,7 +78,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.mesh.rules = "seeds"  # seeds | seeds_and_envs | seeds_envs_and_replay (experiments/train.py)
 
     c.dqn = ml_collections.ConfigDict()  # static settings: rljax.agents.dqn.Config
-    c.dqn.num_envs = 10  # parallel environments per agent
+    c.dqn.num_envs = 10  # parallel environments per learner
     c.dqn.rollout_steps = 1  # batched env steps per update
     c.dqn.grad_steps = 1  # gradient steps per update
     c.dqn.buffer_size = 10_000  # replay capacity (transitions)

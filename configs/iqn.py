@@ -20,7 +20,7 @@ import ml_collections
 
 from rljax import cli
 
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     # lr 1e-3: in a 4-seed pilot (lr 2.5e-4 / 5e-4 / 1e-3, 150k steps) only 1e-3 ended at >= 475 on
     # every seed (final 444.4 / 416.3 / 497.8 mean); see docs/learners_pqn_iqn.md.
@@ -42,18 +42,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if env_name not in ENV_OVERRIDES:
         raise ValueError(f"configs/iqn.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}")
     c = ml_collections.ConfigDict()
-    c.agent = "dqn"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "dqn"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 16  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 150_000  # env steps per agent
+    c.total_timesteps = 150_000  # env steps per learner
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
     c.progress = True  # show a progress bar
 
     c.dqn = ml_collections.ConfigDict()  # static settings: rljax.agents.dqn.Config
-    c.dqn.num_envs = 10  # parallel environments per agent
+    c.dqn.num_envs = 10  # parallel environments per learner
     c.dqn.rollout_steps = 1  # batched env steps per update (one gradient step each)
     c.dqn.grad_steps = 1  # gradient steps per update
     c.dqn.buffer_size = 20_000  # replay capacity (transitions)

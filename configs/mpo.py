@@ -22,7 +22,7 @@ from rljax import cli
 
 _DISCRETE = {"hparams.tau": 0.05, "hparams.eps_eta": 0.5, "hparams.eps_mean": 0.1}
 
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     "Pendulum-v1": {},
     "MountainCarContinuous-v0": {"total_timesteps": 100_000},
@@ -53,11 +53,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if env_name not in ENV_OVERRIDES:
         raise ValueError(f"configs/mpo.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}")
     c = ml_collections.ConfigDict()
-    c.agent = "mpo"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "mpo"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 16  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 40_000  # env steps per agent
+    c.total_timesteps = 40_000  # env steps per learner
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
@@ -65,7 +65,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     c.mpo = ml_collections.ConfigDict()  # static settings: rljax.agents.mpo.Config
     c.mpo.discrete = False  # categorical policy over all actions (discrete environments)
-    c.mpo.num_envs = 4  # parallel environments per agent
+    c.mpo.num_envs = 4  # parallel environments per learner
     c.mpo.rollout_steps = 1  # batched env steps per update
     c.mpo.grad_steps = 2  # gradient steps per update (0.5 per env step)
     c.mpo.buffer_size = 100_000  # replay capacity (transitions)

@@ -14,7 +14,7 @@ import ml_collections
 from rljax import cli
 from rljax.agents import ppo
 
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     # 8 seeds x 500k steps; every seed ends at 500 (see README results table). One epoch of
     # larger steps: PPO's cost here is the SGD epochs, not the environment. 488 updates in 8
@@ -78,11 +78,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if env_name not in ENV_OVERRIDES:
         raise ValueError(f"configs/ppo.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}")
     c = ml_collections.ConfigDict()
-    c.agent = "ppo"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "ppo"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 8  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 500_000  # env steps per agent
+    c.total_timesteps = 500_000  # env steps per learner
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir

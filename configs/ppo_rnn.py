@@ -17,7 +17,7 @@ import ml_collections
 
 from rljax import cli
 
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     "CartPole-NoVel-v1": {},
     # Episodes of memory_length + 1 = 6 steps, reward +-1 at the last; chance level is 0.
@@ -41,11 +41,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             f"configs/ppo_rnn.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}"
         )
     c = ml_collections.ConfigDict()
-    c.agent = "ppo_rnn"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "ppo_rnn"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment (rljax.envs.SUPPORTED_ENVS)
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 8  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 499_712  # env steps per agent (488 updates of 1024)
+    c.total_timesteps = 499_712  # env steps per learner (488 updates of 1024)
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
@@ -56,7 +56,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     c.mesh.rules = "seeds"  # seeds | seeds_and_envs | seeds_envs_and_replay (experiments/train.py)
 
     c.ppo_rnn = ml_collections.ConfigDict()  # static settings: rljax.agents.ppo_rnn.Config
-    c.ppo_rnn.num_envs = 32  # parallel environments per agent = sequences per rollout
+    c.ppo_rnn.num_envs = 32  # parallel environments per learner = sequences per rollout
     c.ppo_rnn.num_steps = 32  # rollout length = BPTT truncation length
     c.ppo_rnn.num_epochs = 4  # passes over each rollout
     c.ppo_rnn.num_minibatches = 4  # minibatches of whole sequences; must divide num_envs

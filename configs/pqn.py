@@ -19,7 +19,7 @@ import ml_collections
 
 from rljax import cli
 
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     "CartPole-v1": {},
     # -1 per step until the goal: near-greedy training episodes (ε 0.01) by the end.
@@ -33,18 +33,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if env_name not in ENV_OVERRIDES:
         raise ValueError(f"configs/pqn.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}")
     c = ml_collections.ConfigDict()
-    c.agent = "pqn"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "pqn"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 16  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 499_712  # env steps per agent: 244 updates of 32 x 64
+    c.total_timesteps = 499_712  # env steps per learner: 244 updates of 32 x 64
     c.chunk_updates = 61  # updates per compiled call between host syncs (4 chunks)
     c.checkpoint_every = 2  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
     c.progress = True  # show a progress bar
 
     c.pqn = ml_collections.ConfigDict()  # static settings: rljax.agents.pqn.Config
-    c.pqn.num_envs = 32  # parallel environments per agent
+    c.pqn.num_envs = 32  # parallel environments per learner
     c.pqn.rollout_steps = 64  # batched env steps per update (T of the λ-returns)
     c.pqn.num_epochs = 4  # passes over each rollout
     c.pqn.num_minibatches = 16  # must divide num_envs * rollout_steps

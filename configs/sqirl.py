@@ -47,11 +47,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             f"configs/sqirl.py:{env_name} is unknown; valid: {', '.join(ENV_OVERRIDES)}"
         )
     c = ml_collections.ConfigDict()
-    c.agent = "sqirl"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "sqirl"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 4  # seeds per grid point, vmapped
-    c.total_timesteps = 500_000  # random-exploration env steps per agent
+    c.total_timesteps = 500_000  # random-exploration env steps per learner
     c.chunk_updates = 0  # updates per compiled call (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir

@@ -20,7 +20,7 @@ from rljax import cli
 
 # DDPG (Lillicrap et al. 2016) as a preset of TD3: what the three TD3 tricks switch off.
 DDPG = {"td3.num_critics": 1, "td3.policy_delay": 1, "hparams.target_noise": 0.0}
-# Per-environment overrides of the defaults in get_config. Budgets are env steps per agent.
+# Per-environment overrides of the defaults in get_config. Budgets are env steps per learner.
 ENV_OVERRIDES = {
     "Pendulum-v1": {},
     "MountainCarContinuous-v0": {"total_timesteps": 100_000, "hparams.explore_noise": 0.5},
@@ -39,18 +39,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         valid = [p + e for p in PRESETS for e in ENV_OVERRIDES]
         raise ValueError(f"configs/td3.py:{arg} is unknown; valid: {', '.join(valid)}")
     c = ml_collections.ConfigDict()
-    c.agent = "td3"  # which agent module runs (see experiments/train.py AGENTS)
+    c.learner = "td3"  # which learner module runs (see experiments/train.py LEARNERS)
     c.env_name = env_name  # gymnax environment
     c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 16  # seeds per grid point, trained together under one vmap
-    c.total_timesteps = 40_000  # env steps per agent
+    c.total_timesteps = 40_000  # env steps per learner
     c.chunk_updates = 0  # updates per compiled call between host syncs (0 = total/16)
     c.checkpoint_every = 4  # chunks between periodic checkpoints
     c.resume = False  # continue from the latest checkpoint in --workdir
     c.progress = True  # show a progress bar
 
     c.td3 = ml_collections.ConfigDict()  # static settings: rljax.agents.td3.Config
-    c.td3.num_envs = 4  # parallel environments per agent
+    c.td3.num_envs = 4  # parallel environments per learner
     c.td3.rollout_steps = 1  # batched env steps per update
     c.td3.grad_steps = 2  # gradient steps per update (0.5 per env step)
     c.td3.buffer_size = 100_000  # replay capacity (transitions)

@@ -1,11 +1,11 @@
-"""Trains an rljax agent on a gymnax environment.
+"""Trains an rljax learner on a gymnax environment.
 
     python experiments/train.py --config=configs/ppo.py:CartPole-v1 [--workdir=runs/x]
     python experiments/train.py --config=configs/ppo.py:CartPole-v1 --config.resume=True
     python experiments/train.py --config=configs/dqn.py:CartPole-v1 --cpu_devices=1
 
 Writes metrics.jsonl/.csv, curves.png, summary.json, config.json and checkpoints/ into --workdir
-(default: runs/<agent>_<env>).
+(default: runs/<learner>_<env>).
 
 ``--cpu_devices=N`` (N > 1) gives the process N CPU devices and shards the
 population (seeds × grid points, a multiple of N) across them: on a CPU host with N cores that
@@ -44,11 +44,11 @@ from rljax.parallel import mesh as mesh_lib  # noqa: E402
 from rljax.train import experiment, sweep  # noqa: E402
 from rljax.train.loop import NonFiniteLossError  # noqa: E402
 
-# Agent name in the config -> (agent module, name of its config block).
-AGENTS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
-AGENTS.update(sac=(sac, "sac"), td3=(td3, "td3"), mpo=(mpo, "mpo"))  # off-policy actor-critic
-AGENTS["pqn"] = (pqn, "pqn")  # parallel Q-learning (IQN is dqn with the iqn head)
-AGENTS["ppo_rnn"] = (ppo_rnn, "ppo_rnn")  # recurrent PPO (GRU core, truncated BPTT)
+# Learner name in the config -> (learner module, name of its config block).
+LEARNERS = {"ppo": (ppo, "ppo"), "dqn": (dqn, "dqn"), "sqirl": (sqirl, "sqirl")}
+LEARNERS.update(sac=(sac, "sac"), td3=(td3, "td3"), mpo=(mpo, "mpo"))  # off-policy actor-critic
+LEARNERS["pqn"] = (pqn, "pqn")  # parallel Q-learning (IQN is dqn with the iqn head)
+LEARNERS["ppo_rnn"] = (ppo_rnn, "ppo_rnn")  # recurrent PPO (GRU core, truncated BPTT)
 # Population sharding rules a config names in `mesh.rules` (rljax.parallel.learner_axis).
 SHARDING_RULES = {
     "seeds": learner_axis.SEEDS,
@@ -72,7 +72,7 @@ def make_flags(argv: list[str]) -> flags.FlagValues:
         "config", None, "Config file.", lock_config=True, flag_values=fv, sys_argv=argv
     )
     flags.DEFINE_string(
-        "workdir", None, "Output directory (default runs/<agent>_<env>).", flag_values=fv
+        "workdir", None, "Output directory (default runs/<learner>_<env>).", flag_values=fv
     )
     flags.DEFINE_string(
         "cpu_devices",
@@ -91,7 +91,7 @@ def parse(argv: list[str]):
     """Parses and validates a command line; nothing is built or compiled.
 
     Returns:
-      ``(agent module, agent Config, RunConfig)``.
+      ``(learner module, learner Config, RunConfig)``.
 
     Raises:
       cli.ConfigError / ValueError: one line naming the flag or field, the value and what is
@@ -105,13 +105,13 @@ def parse(argv: list[str]):
 
 
 def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
-    """ConfigDict -> (agent module, frozen agent Config, RunConfig); errors name the field.
+    """ConfigDict -> (learner module, frozen learner Config, RunConfig); errors name the field.
 
     ``cpu_devices`` is the ``--cpu_devices`` value (the process's devices were fixed from it
     before jax started): N, or ``auto`` for ``auto_cpu_devices``.
     """
     cpu_devices = xla_flags.parse_cpu_devices(cpu_devices)
-    cli.check_choice("agent", config.agent, AGENTS)
+    cli.check_choice("learner", config.learner, LEARNERS)
     for name, bounds in RUN_FIELDS.items():
         cli.check_int(name, config[name], **bounds)
     for name in ("resume", "progress"):
@@ -120,9 +120,9 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
     cli.check_keys("sweep", config.sweep.keys(), config.hparams.keys())
     for name, value in config.hparams.items():
         cli.check_number(f"hparams.{name}", value)
-    module, block = AGENTS[config.agent]
-    agent_config = learner.config_from_dict(module.Config, block, config[block].to_dict())
-    workdir = workdir or os.path.join("runs", f"{config.agent}_{config.env_name}")
+    module, block = LEARNERS[config.learner]
+    learner_config = learner.config_from_dict(module.Config, block, config[block].to_dict())
+    workdir = workdir or os.path.join("runs", f"{config.learner}_{config.env_name}")
     cli.check_workdir("--workdir", workdir)
     hparams = tuple((k, float(v)) for k, v in config.hparams.items())
     swept = tuple((k, str(v)) for k, v in config.sweep.items())
@@ -151,8 +151,8 @@ def to_dataclasses(config, workdir: str | None = None, cpu_devices: int = 1):
         mesh=mesh,
         sharding_rules=rules,
     )
-    experiment.validate_run(run_config, module, agent_config)
-    return module, agent_config, run_config
+    experiment.validate_run(run_config, module, learner_config)
+    return module, learner_config, run_config
 
 
 def mesh_from_config(config, default: mesh_lib.MeshConfig | None):
@@ -203,9 +203,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         print(make_flags([argv[0]]).get_help())
         return 0
-    module, agent_config, run_config = parse(argv)
+    module, learner_config, run_config = parse(argv)
     try:
-        _, summary = experiment.run(module, agent_config, run_config)
+        _, summary = experiment.run(module, learner_config, run_config)
     except NonFiniteLossError as e:
         cli.fail(e, cli.EXIT_FAILED)
     print(summary.line(f"{run_config_title(module, run_config)}"))

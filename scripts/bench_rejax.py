@@ -94,7 +94,7 @@ ALGOS = {
             "dqn",
             {
                 "env": "CartPole-v1",
-                "agent": "DuelingQNetwork",
+                "learner": "DuelingQNetwork",
                 "agent_kwargs": {"activation": "swish"},
                 "num_envs": 10,
                 "buffer_size": 50_000,
@@ -337,18 +337,18 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     fraction = ALGOS[algo]["rejax"][1].get("exploration_fraction")
     if fraction is not None:  # rejax decays ε over a fraction of the run, whatever its length
         config.hparams.eps_decay_steps = round(fraction * config.total_timesteps)
-    module, agent_config, run = train_entry.to_dataclasses(config, "/tmp/unused", 1)
-    points = experiment.validate_run(run, module, agent_config)
-    updates = experiment.num_updates(run, module, agent_config)
-    agent_config = dataclasses.replace(agent_config, num_updates=updates)
+    module, learner_config, run = train_entry.to_dataclasses(config, "/tmp/unused", 1)
+    points = experiment.validate_run(run, module, learner_config)
+    updates = experiment.num_updates(run, module, learner_config)
+    learner_config = dataclasses.replace(learner_config, num_updates=updates)
     env = envs.make(run.env_name)
     grid = population.grid_hparams(module, points)  # [G] per field, then grid-major [G * S]
     hparams = jax.tree.map(lambda h: np.repeat(h, seeds), grid)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
 
     def train(inputs):  # init and the whole run in one program, as rejax's train
-        state = module.init(agent_config, env, *inputs)
-        return module.train_chunk(agent_config, env, state, updates)[1]
+        state = module.init(learner_config, env, *inputs)
+        return module.train_chunk(learner_config, env, state, updates)[1]
 
     # Mapped over the seeds as the trainer maps its learners (one seed: unbatched).
     population = lambda k, h: learner_axis.map_learners(train, (k, h))  # noqa: E731

@@ -1,6 +1,6 @@
 """A PPO population trained on a device mesh that may span several processes (hosts).
 
-    # one process, 8 fake CPU devices, agents on "seeds", each agent's envs on "data":
+    # one process, 8 fake CPU devices, agents on "seeds", each learner's envs on "data":
     PYTHONPATH=$PWD python scripts/train_sharded.py --cpu_devices=8 --mesh_shape=4,2 \\
         --mesh_axes=seeds,data --num_seeds=8 --out=runs/sharded
     # two processes on this machine, 2 fake devices each (gloo collectives):

@@ -176,15 +176,15 @@ def test_a_population_too_large_for_memory_is_refused_before_building(tmp_path):
 
     env = envs.make("CartPole-v1")
     config = dqn.Config()
-    per_agent = learner_axis.agent_state_bytes(dqn, config, env)
-    assert per_agent > 10_000 * 4 * 4  # the replay buffer alone: 10k rows of two 4-float obs
+    per_learner = learner_axis.learner_state_bytes(dqn, config, env)
+    assert per_learner > 10_000 * 4 * 4  # the replay buffer alone: 10k rows of two 4-float obs
     with pytest.raises(cli.ConfigError, match=r"num_seeds=100000000 is too large") as info:
         learner_axis.check_population(dqn, config, env, num_seeds=100_000_000, grid_points=1)
     assert "allowed: num_seeds <= " in str(info.value) and "\n" not in str(info.value)
     small = learner_axis.check_population(
         dqn, config, env, num_seeds=4, grid_points=1, available=2**40
     )
-    assert small == learner_axis.CHUNK_COPIES * 4 * per_agent
+    assert small == learner_axis.CHUNK_COPIES * 4 * per_learner
 
 
 # ---- comma-separated integer flags -----------------------------------------------------------

@@ -44,9 +44,12 @@ CASES = {
     # unknown keys list the valid ones
     "unknown top key": (
         [PPO, "--config.foo=1"],
-        "unknown key 'foo' at the top level; valid: agent",
+        "unknown key 'foo' at the top level; valid: checkpoint_every",
     ),
-    "unknown agent key": ([PPO, "--config.ppo.lr=1"], "unknown key 'lr' at ppo; valid: activation"),
+    "unknown learner key": (
+        [PPO, "--config.ppo.lr=1"],
+        "unknown key 'lr' at ppo; valid: activation",
+    ),
     "unknown hparam": ([PPO, "--config.hparams.tau=1"], "unknown key 'tau' at hparams; valid: "),
     "unknown sweep key": ([PPO, "--config.sweep.tau=1"], "unknown key 'tau' at sweep; valid: "),
     "unknown flag": ([PPO, "--bogus=1"], "unknown flag --bogus; valid: --config"),
@@ -67,9 +70,9 @@ CASES = {
     "chunk_updates negative": ([PPO, "--config.chunk_updates=-1"], "chunk_updates=-1 is invalid"),
     "checkpoint_every 0": ([PPO, "--config.checkpoint_every=0"], "checkpoint_every=0 is invalid"),
     "env unknown": ([PPO, "--config.env_name=Pong"], "env_name='Pong' is unknown; valid: CartPole"),
-    "agent unknown": (
-        [PPO, "--config.agent=a2c"],
-        "agent='a2c' is unknown; valid: ppo, dqn, sqirl",
+    "learner unknown": (
+        [PPO, "--config.learner=a2c"],
+        "learner='a2c' is unknown; valid: ppo, dqn, sqirl",
     ),
     # hyperparameters (NaN/inf included)
     "lr 0": ([PPO, "--config.hparams.lr=0"], "hparams.lr=0.0 is invalid; allowed: > 0"),
@@ -81,7 +84,7 @@ CASES = {
     "clip_eps negative": ([PPO, "--config.hparams.clip_eps=-0.2"], "hparams.clip_eps=-0.2"),
     "sweep not numbers": ([PPO, "--config.sweep.lr=1e-4,fast"], "not a comma-separated list"),
     "sweep value out of range": ([PPO, "--config.sweep.lr=1e-4,-1e-3"], "hparams.lr=-0.001"),
-    # agent static settings
+    # learner static settings
     "minibatches do not divide": ([PPO, "--config.ppo.num_minibatches=3"], "does not divide"),
     "num_envs 0": ([PPO, "--config.ppo.num_envs=0"], "ppo.num_envs=0 is invalid"),
     "num_epochs 0": ([PPO, "--config.ppo.num_epochs=0"], "ppo.num_epochs=0 is invalid"),
@@ -126,7 +129,7 @@ def test_unwritable_workdir(train, tmp_path):
 
 
 def test_good_input_parses(train, tmp_path):
-    module, agent_config, run = train.parse(
+    module, learner_config, run = train.parse(
         ["train.py", DQN, "--config.num_seeds=4", "--cpu_devices=2", f"--workdir={tmp_path}/r"]
     )
     assert module.__name__.endswith("dqn") and run.num_seeds == 4 and run.mesh.shape == (2,)

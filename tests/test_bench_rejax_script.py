@@ -26,8 +26,8 @@ def test_rljax_side_matches_rejax_budget_and_validates(modules, algo):
     config_file = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(config_file)
     config = cli.apply_overrides(config_file.get_config(arg), dict(rljax_overrides))
-    assert name == algo and config.agent == algo
+    assert name == algo and config.learner == algo
     assert config.env_name == rejax_config["env"]
     assert config.total_timesteps == rejax_config["total_timesteps"]
-    module, agent_config, run = train.to_dataclasses(config, "/tmp/unused", 1)
-    experiment.validate_run(run, module, agent_config)  # raises on a bad field
+    module, learner_config, run = train.to_dataclasses(config, "/tmp/unused", 1)
+    experiment.validate_run(run, module, learner_config)  # raises on a bad field

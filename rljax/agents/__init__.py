@@ -45,7 +45,7 @@ Every learner module (`ppo`, `ppo_rnn`, `dqn`, `pqn`, `sqirl`, `sac`, `td3`, `mp
 (`rljax.offline_data.Dataset`) for the offline learners (`offline`: BC, DQN, QR-DQN, CQL, BCQ,
 CRR), which never touch an environment while training.
 
-A new learner is its module, its config file and one line in the `AGENTS` dict of
+A new learner is its module, its config file and one line in the `LEARNERS` dict of
 `experiments/train.py`; `rljax.train.population.run` takes any module that is a `Learner`.
 """
 

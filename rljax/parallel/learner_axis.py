@@ -3,14 +3,14 @@
 ``rljax.train.experiment`` stacks all agents of a run (seeds × hyperparameter grid points) on a
 leading axis ``A`` and trains them with one ``jax.vmap``-ed, jitted chunk. Splitting ``A`` over
 the ``seeds`` mesh axis runs a slice of the population on each device with no communication at
-all: the same program, only partitioned by XLA (GSPMD). Splitting an agent's environments
+all: the same program, only partitioned by XLA (GSPMD). Splitting a learner's environments
 (``[A, B, ...]`` leaves of its rollout state) over ``data`` as well makes the rollout data
-parallel within one agent; XLA inserts the collectives the minibatch shuffle and the gradient
+parallel within one learner; XLA inserts the collectives the minibatch shuffle and the gradient
 need.
 
 The rules below are defaults; a run can pass its own (see ``rljax.parallel.sharding``).
 
-How much memory a population needs is known before anything is built or compiled: one agent's
+How much memory a population needs is known before anything is built or compiled: one learner's
 states have a fixed size (network, optimizer, replay buffer, environments), read from
 ``jax.eval_shape`` of its ``init``; the population needs that times its size, and a compiled chunk
 holds its input and its output at once (``CHUNK_COPIES``). ``check_population`` refuses a
@@ -29,10 +29,10 @@ from jax.sharding import NamedSharding, PartitionSpec
 from rljax import cli
 from rljax.parallel import sharding
 
-# Every leaf of every agent state: split the leading agent axis over ``seeds``.
+# Every leaf of every learner state: split the leading learner axis over ``seeds``.
 SEEDS: sharding.Rules = ((".*", ("seeds",)),)
 
-# PPO / any agent whose ``State.env`` is a ``rljax.envs.RolloutState``: environment leaves
+# PPO / any learner whose ``State.env`` is a ``rljax.envs.RolloutState``: environment leaves
 # ``[A, B, ...]`` are split over ``seeds`` and ``data``; parameters, optimizer state, observation
 # statistics and keys are split over ``seeds`` only (replicated over ``data``).
 SEEDS_AND_ENVS: sharding.Rules = (
@@ -56,7 +56,7 @@ def shardings(mesh: jax.sharding.Mesh, states: Any, rules: sharding.Rules) -> tu
 
     Args:
       mesh: the device mesh.
-      states: agent states with leaves ``[A, ...]`` (arrays or ``jax.ShapeDtypeStruct``s).
+      states: learner states with leaves ``[A, ...]`` (arrays or ``jax.ShapeDtypeStruct``s).
       rules: sharding rules for the states, e.g. ``SEEDS`` or ``SEEDS_AND_ENVS``.
 
     Returns:
@@ -109,21 +109,21 @@ def physical_memory_bytes() -> int:
         return 0
 
 
-def agent_state_bytes(agent, agent_config, env) -> int:
-    """Bytes of one agent's ``State`` (shapes only: nothing is computed or compiled)."""
-    hparams = agent.Hparams(*(jnp.zeros((), jnp.float32) for _ in agent.Hparams._fields))
-    init = functools.partial(agent.init, agent_config, env)
+def learner_state_bytes(learner, learner_config, env) -> int:
+    """Bytes of one learner's ``State`` (shapes only: nothing is computed or compiled)."""
+    hparams = learner.Hparams(*(jnp.zeros((), jnp.float32) for _ in learner.Hparams._fields))
+    init = functools.partial(learner.init, learner_config, env)
     shapes = jax.eval_shape(init, jax.random.PRNGKey(0), hparams)
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes)))
 
 
 def check_population(
-    agent, agent_config, env, *, num_seeds: int, grid_points: int, available: int | None = None
+    learner, learner_config, env, *, num_seeds: int, grid_points: int, available: int | None = None
 ) -> int:
     """Refuses a population whose states would not fit in memory; returns the estimate in bytes.
 
     Args:
-      agent, agent_config, env: what ``agent.init`` takes.
+      learner, learner_config, env: what ``learner.init`` takes.
       num_seeds: seeds per grid point (the field the message names).
       grid_points: hyperparameter grid points.
       available: bytes to compare with (default: ``physical_memory_bytes``; 0 = unknown, no check).
@@ -132,15 +132,15 @@ def check_population(
       cli.ConfigError: one line with the estimate, the memory and the largest ``num_seeds``
         that fits.
     """
-    per_agent = agent_state_bytes(agent, agent_config, env)
+    per_learner = learner_state_bytes(learner, learner_config, env)
     agents = num_seeds * grid_points
-    need = CHUNK_COPIES * per_agent * agents
+    need = CHUNK_COPIES * per_learner * agents
     available = physical_memory_bytes() if available is None else available
     if available and need > available:
-        fits = available // max(1, CHUNK_COPIES * per_agent * grid_points)
+        fits = available // max(1, CHUNK_COPIES * per_learner * grid_points)
         raise cli.ConfigError(
             f"num_seeds={num_seeds} is too large: {agents:,} agents need about "
-            f"{need / 2**30:,.1f} GiB for their states ({per_agent / 2**20:.2f} MiB each, "
+            f"{need / 2**30:,.1f} GiB for their states ({per_learner / 2**20:.2f} MiB each, "
             f"x{CHUNK_COPIES} while a chunk runs), above this machine's "
             f"{available / 2**30:.1f} GiB; "
             f"allowed: num_seeds <= {fits:,} here"

@@ -20,13 +20,13 @@ from rljax.train import loop, population, sweep
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """Settings of a run that are not the agent's."""
+    """Settings of a run that are not the learner's."""
 
     env_name: str  # one of rljax.envs.SUPPORTED_ENVS
     workdir: str  # where outputs go
     seed: int = 0  # seed s of every grid point uses learner_key(seed, s) (rljax.agents.learner)
     num_seeds: int = 1  # seeds per grid point
-    total_timesteps: int = 500_000  # env steps per agent
+    total_timesteps: int = 500_000  # env steps per learner
     chunk_updates: int = 0  # updates per compiled call (0: about num_updates / 16)
     checkpoint_every: int = 4  # chunks between periodic checkpoints
     resume: bool = False  # continue from the latest checkpoint in workdir
@@ -34,7 +34,7 @@ class RunConfig:
     hparams: tuple[tuple[str, float], ...] = ()  # default value of every swept-able field
     sweep: tuple[tuple[str, str], ...] = ()  # field -> "v1,v2,..." ("" = not swept)
     mesh: mesh_lib.MeshConfig | None = None  # device mesh (None: default device, no sharding)
-    sharding_rules: sharding.Rules = learner_axis.SEEDS  # agent-state rules when mesh is set
+    sharding_rules: sharding.Rules = learner_axis.SEEDS  # learner-state rules when mesh is set
 
 
 # The only fields of a run that may change when it resumes (the budget, how often it checkpoints,
@@ -45,14 +45,14 @@ RESUMABLE_FIELDS = (
 )  # fmt: skip
 
 
-def config_fingerprint(agent: agents.Learner, agent_config, run: RunConfig) -> dict:
+def config_fingerprint(learner: agents.Learner, learner_config, run: RunConfig) -> dict:
     """The run's whole config as a flat dict in the config files' names (``"hparams.lr"``, ...).
 
-    ``workdir`` and ``resume`` are where and how it runs, not what; the agent config's
+    ``workdir`` and ``resume`` are where and how it runs, not what; the learner config's
     ``num_updates`` follows from ``total_timesteps``.
     """
-    block = agent.__name__.rsplit(".", 1)[-1]
-    flat = {"agent": block}
+    block = learner.__name__.rsplit(".", 1)[-1]
+    flat = {"learner": block}
     for field in dataclasses.fields(run):
         if field.name in ("workdir", "resume", "hparams", "sweep"):
             continue
@@ -60,31 +60,31 @@ def config_fingerprint(agent: agents.Learner, agent_config, run: RunConfig) -> d
         flat[field.name] = repr(value) if field.name in ("mesh", "sharding_rules") else value
     flat.update({f"hparams.{k}": float(v) for k, v in run.hparams})
     flat.update({f"sweep.{k}": str(v) for k, v in run.sweep})
-    for field in dataclasses.fields(agent_config):
+    for field in dataclasses.fields(learner_config):
         if field.name != "num_updates":
-            flat[f"{block}.{field.name}"] = getattr(agent_config, field.name)
+            flat[f"{block}.{field.name}"] = getattr(learner_config, field.name)
     return flat
 
 
-def validate_run(run: RunConfig, agent: agents.Learner, agent_config) -> list[dict]:
+def validate_run(run: RunConfig, learner: agents.Learner, learner_config) -> list[dict]:
     """Validates the run and returns the hyperparameter grid. Raises ``ValueError``."""
     if run.env_name not in envs.SUPPORTED_ENVS:
         raise ValueError(f"env_name={run.env_name!r} is unknown; valid: {envs.valid_names()}")
     for name in ("num_seeds", "total_timesteps", "checkpoint_every"):
         checks.check_int(name, getattr(run, name), low=1)
     checks.check_int("chunk_updates", run.chunk_updates, low=0)
-    try:  # the agent checks its settings against the run's length (e.g. DQN's learning_starts)
-        updates = run.total_timesteps // agent.env_steps_per_update(agent_config)
-    except (ZeroDivisionError, TypeError):  # a bad setting: agent.validate names it
+    try:  # the learner checks its settings against the run's length (e.g. DQN's learning_starts)
+        updates = run.total_timesteps // learner.env_steps_per_update(learner_config)
+    except (ZeroDivisionError, TypeError):  # a bad setting: learner.validate names it
         updates = 0
-    if updates > 0 and any(f.name == "num_updates" for f in dataclasses.fields(agent_config)):
-        agent_config = dataclasses.replace(agent_config, num_updates=updates)
-    agent.validate(agent_config)
-    if hasattr(agent, "validate_env"):  # learners tied to one kind of action space (sac, td3, mpo)
-        agent.validate_env(agent_config, envs.make(run.env_name))
+    if updates > 0 and any(f.name == "num_updates" for f in dataclasses.fields(learner_config)):
+        learner_config = dataclasses.replace(learner_config, num_updates=updates)
+    learner.validate(learner_config)
+    if hasattr(learner, "validate_env"):  # learners tied to one action space (sac, td3, mpo)
+        learner.validate_env(learner_config, envs.make(run.env_name))
     points = sweep.grid(dict(run.hparams), dict(run.sweep))
-    population.check_grid(agent, points)
-    per_update = agent.env_steps_per_update(agent_config)
+    population.check_grid(learner, points)
+    per_update = learner.env_steps_per_update(learner_config)
     if run.total_timesteps < per_update:
         raise ValueError(
             f"total_timesteps={run.total_timesteps} is below one update's {per_update} env steps"
@@ -92,48 +92,48 @@ def validate_run(run: RunConfig, agent: agents.Learner, agent_config) -> list[di
     return points
 
 
-def num_updates(run: RunConfig, agent: agents.Learner, agent_config) -> int:
+def num_updates(run: RunConfig, learner: agents.Learner, learner_config) -> int:
     """Whole updates that fit in ``total_timesteps``."""
-    return run.total_timesteps // agent.env_steps_per_update(agent_config)
+    return run.total_timesteps // learner.env_steps_per_update(learner_config)
 
 
-def spec(agent, agent_config, env, run: RunConfig, points: list[dict], total=1, updates=1):
+def spec(learner, learner_config, env, run: RunConfig, points: list[dict], total=1, updates=1):
     """The run's ``population.Spec`` (``total`` updates in chunks of ``updates``)."""
-    hparams = population.grid_hparams(agent, points)
+    hparams = population.grid_hparams(learner, points)
     return population.Spec(
-        agent, agent_config, env, hparams, total, updates, run.num_seeds, run.seed,
+        learner, learner_config, env, hparams, total, updates, run.num_seeds, run.seed,
         grid=tuple(points), mesh=run.mesh, sharding_rules=run.sharding_rules,
     )  # fmt: skip
 
 
-def init_population(agent, agent_config, env, run, points, shardings=None, **kwargs):
+def init_population(learner, learner_config, env, run, points, shardings=None, **kwargs):
     """Initial states of all ``G × S`` agents (``population.init``: ``abstract``, ``rows``)."""
-    return population.init(spec(agent, agent_config, env, run, points), shardings, **kwargs)
+    return population.init(spec(learner, learner_config, env, run, points), shardings, **kwargs)
 
 
-def init_on_mesh(agent, agent_config, env, run: RunConfig, points: list[dict], mesh, rules):
+def init_on_mesh(learner, learner_config, env, run: RunConfig, points: list[dict], mesh, rules):
     """Initial states created in place on ``mesh`` by ``rules`` (``population.init_on_mesh``)."""
-    population_spec = spec(agent, agent_config, env, run, points)
+    population_spec = spec(learner, learner_config, env, run, points)
     return population.init_on_mesh(dataclasses.replace(population_spec, sharding_rules=rules), mesh)
 
 
-def make_chunk_fn(agent, agent_config, env, updates: int, shardings=None):
+def make_chunk_fn(learner, learner_config, env, updates: int, shardings=None):
     """The jitted, vmapped chunk ``states[A] -> (states, metrics[A, updates])``; donates states."""
-    chunk_spec = population.Spec(agent, agent_config, env, None, updates, updates)
+    chunk_spec = population.Spec(learner, learner_config, env, None, updates, updates)
     return population.chunk_fn(chunk_spec, updates, shardings)
 
 
-def run(agent: agents.Learner, agent_config, run_config: RunConfig):
+def run(learner: agents.Learner, learner_config, run_config: RunConfig):
     """Validates, builds and trains; returns ``(final states, loop.Summary)``.
 
-    The agent config's ``num_updates`` is set from ``total_timesteps``. With ``resume``, the
+    The learner config's ``num_updates`` is set from ``total_timesteps``. With ``resume``, the
     config is first checked against the one that made the checkpoints
     (``rljax.io.fingerprint``; only ``RESUMABLE_FIELDS`` may differ) before anything is built or
     compiled; a run that already finished returns ``(None, its summary)`` having done nothing.
     """
-    points = validate_run(run_config, agent, agent_config)
-    total = num_updates(run_config, agent, agent_config)
-    config = config_fingerprint(agent, agent_config, run_config)
+    points = validate_run(run_config, learner, learner_config)
+    total = num_updates(run_config, learner, learner_config)
+    config = config_fingerprint(learner, learner_config, run_config)
     start = fingerprint.resume_point(
         run_config.workdir, config, mutable=RESUMABLE_FIELDS, num_updates=total,
         resume=run_config.resume,
@@ -142,23 +142,23 @@ def run(agent: agents.Learner, agent_config, run_config: RunConfig):
         return None, loop.load_summary(run_config.workdir, total)
     # One run per workdir, refused before anything compiles; given back however the run ends.
     with workdir_lock.holding(run_config.workdir, primary=jax.process_index() == 0):
-        return _train(agent, agent_config, run_config, points, total, start, config)
+        return _train(learner, learner_config, run_config, points, total, start, config)
 
 
-def _train(agent, agent_config, run_config: RunConfig, points, total: int, start: int, config):
-    agent_config = dataclasses.replace(agent_config, num_updates=total)
+def _train(learner, learner_config, run_config: RunConfig, points, total: int, start: int, config):
+    learner_config = dataclasses.replace(learner_config, num_updates=total)
     # A resumed run's chunks must land on its checkpoint and on the (possibly extended) budget.
     updates = loop.chunk_size(total, run_config.chunk_updates)
     if start and start % updates:
         updates = loop.chunk_size(math.gcd(total, start), updates)
     env = envs.make(run_config.env_name)
     learner_axis.check_population(  # a population that cannot fit is refused before compiling
-        agent, agent_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
+        learner, learner_config, env, num_seeds=run_config.num_seeds, grid_points=len(points)
     )
     result = population.run(
-        spec(agent, agent_config, env, run_config, points, total, updates),
+        spec(learner, learner_config, env, run_config, points, total, updates),
         workdir=run_config.workdir, resume=run_config.resume, progress=run_config.progress,
-        title=f"{agent.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
+        title=f"{learner.__name__.rsplit('.', 1)[-1]} {run_config.env_name}",
         checkpoint_every=run_config.checkpoint_every, fingerprint=config,
     )  # fmt: skip
     return result.states, result.summary

@@ -1,4 +1,4 @@
-"""The host training loop shared by every agent.
+"""The host training loop shared by every learner.
 
 It calls one compiled chunk of several updates at a time for all agents (seeds × grid points,
 vmapped), and around it does everything that is not maths: resume from the latest checkpoint,
@@ -33,10 +33,10 @@ class LoopConfig:
 
     workdir: str  # outputs: metrics.jsonl/csv, curves.png, summary.json, checkpoints/
     title: str  # plot title and summary prefix, e.g. "ppo CartPole-v1"
-    num_updates: int  # total updates per agent
+    num_updates: int  # total updates per learner
     chunk_updates: int  # updates per compiled call; must divide num_updates
     checkpoint_every: int  # chunks between periodic checkpoints
-    env_steps_per_update: int  # per agent
+    env_steps_per_update: int  # per learner
     num_seeds: int  # S
     grid: tuple[dict[str, float], ...]  # G grid points (hyperparameter dicts)
     resume: bool  # continue from the latest checkpoint in workdir
@@ -56,7 +56,7 @@ class Summary:
 
     final_return: np.ndarray  # [G, S]
     updates_done: int
-    env_steps: int  # per agent
+    env_steps: int  # per learner
     compile_s: float
     run_s: float
     interrupted: bool
@@ -128,7 +128,7 @@ def run(
 
     Args:
       cfg: loop settings.
-      states: initial agent states, A = G × S on the leading axis (used as the restore template;
+      states: initial learner states, A = G × S on the leading axis (used as the restore template;
         a single learner's state may also go without that axis, its metrics keep it).
       chunk_fn: jitted ``(states, *args, *fed) -> (states, metrics)`` doing ``cfg.chunk_updates``
         updates; each metric is ``[A, chunk_updates]`` and ``cfg.score_key`` is NaN where no
@@ -159,10 +159,10 @@ def run(
     os.makedirs(cfg.workdir, exist_ok=True)
     ckpt = checkpoints.Checkpointer(ckpt_dir)
     writer = MetricsWriter(cfg.workdir)
-    num_agents = len(cfg.grid) * cfg.num_seeds
-    carried = np.full(num_agents, np.nan)
+    num_learners = len(cfg.grid) * cfg.num_seeds
+    carried = np.full(num_learners, np.nan)
     window_start = cfg.num_updates - max(1, math.ceil(cfg.final_window * cfg.num_updates))
-    win_sum, win_count = np.zeros(num_agents), np.zeros(num_agents)
+    win_sum, win_count = np.zeros(num_learners), np.zeros(num_learners)
     start = 0
     restored = ckpt.restore_newest_readable(states) if cfg.resume else None
     if restored is not None:
@@ -230,7 +230,7 @@ def run(
                 update += cfg.chunk_updates
                 chunks_done += 1
                 elapsed = time.perf_counter() - t0
-                sps = chunks_done * cfg.chunk_updates * cfg.env_steps_per_update * num_agents
+                sps = chunks_done * cfg.chunk_updates * cfg.env_steps_per_update * num_learners
                 with records.quiet():
                     bar.set_postfix(
                         {

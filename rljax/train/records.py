@@ -68,12 +68,12 @@ def rows(cfg, metrics: dict[str, np.ndarray], first_update: int, carried: np.nda
     return rows
 
 
-def learner_name(cfg, agent: int) -> str:
+def learner_name(cfg, learner: int) -> str:
     """ "learner 5 (grid point 1: preset=dapo; seed 1)": how messages name one learner."""
-    g, seed = divmod(int(agent), cfg.num_seeds)
+    g, seed = divmod(int(learner), cfg.num_seeds)
     fields = sweep.swept_fields(list(cfg.grid))
     point = ", ".join(f"{k}={cfg.grid[g][k]}" for k in fields) or "no sweep"
-    return f"learner {agent} (grid point {g}: {point}; seed {seed})"
+    return f"learner {learner} (grid point {g}: {point}; seed {seed})"
 
 
 @contextlib.contextmanager
@@ -99,10 +99,10 @@ def check_finite(cfg, metrics: dict[str, np.ndarray], update: int) -> None:
 class DivergenceWatch:
     """Finds losses that diverge without becoming NaN; each is reported once as a warning.
 
-    Two signs, per agent: a loss whose mean |value| over a chunk grows ``DIVERGENCE_FACTOR``-fold
+    Two signs, per learner: a loss whose mean |value| over a chunk grows ``DIVERGENCE_FACTOR``-fold
     over its first nonzero chunk; and a squared-error critic (``loss/value`` = ½ mean squared
     error) whose RMS error ``sqrt(2 loss)`` exceeds ``VALUE_ERROR_FACTOR`` times the largest
-    |episode return| the agent has seen (at least 10), which catches a critic that blew up in
+    |episode return| the learner has seen (at least 10), which catches a critic that blew up in
     the very first update (CartPole at lr 1e3: RMS error ~2e4 with returns ~20).
     """
 
@@ -128,7 +128,7 @@ class DivergenceWatch:
             if np.any(grown):
                 a = int(np.argmax(np.where(grown, size / np.maximum(base, 1e-3), 0)))
                 self.found[key] = (
-                    f"{key} diverged for agent {a}: mean |value| {base[a]:.3g} -> {size[a]:.3g} "
+                    f"{key} diverged for learner {a}: mean |value| {base[a]:.3g} -> {size[a]:.3g} "
                     f"by update {end}"
                 )
             elif key == "loss/value" and self.scale is not None:
@@ -136,7 +136,7 @@ class DivergenceWatch:
                 if np.any(rms > limit):
                     a = int(np.argmax(rms / limit))
                     self.found[key] = (
-                        f"{key} diverged for agent {a}: RMS value error {rms[a]:.3g} against "
+                        f"{key} diverged for learner {a}: RMS value error {rms[a]:.3g} against "
                         f"returns of at most {self.scale[a]:.3g} by update {end}"
                     )
 

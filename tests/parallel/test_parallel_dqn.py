@@ -1,6 +1,6 @@
 """Sharded DQN population == single device; the sharded chunk compiles once (8 fake devices).
 
-Mesh (4, 2) "seeds" x "data": two agents per device pair, each agent's environments and its
+Mesh (4, 2) "seeds" x "data": two agents per device pair, each learner's environments and its
 replay buffer's environment axis split over the pair (seeds-only sharding is the PPO test's).
 """
 
@@ -48,14 +48,14 @@ RUN = experiment.RunConfig(
 def _train(mesh_config, rules):
     """Two chunks of 4 updates of 8 agents; learning starts within the first chunk."""
     chex.clear_trace_counter()
-    agent = types.SimpleNamespace(
+    learner = types.SimpleNamespace(
         init=dqn.init, Hparams=dqn.Hparams, train_chunk=chex.assert_max_traces(dqn.train_chunk, n=1)
     )
     env = envs.make(RUN.env_name)
     points = experiment.validate_run(RUN, dqn, CONFIG)
     mesh = None if mesh_config is None else mesh_lib.make_mesh(mesh_config)
-    states, shardings = experiment.init_on_mesh(agent, CONFIG, env, RUN, points, mesh, rules)
-    chunk_fn = experiment.make_chunk_fn(agent, CONFIG, env, 4, shardings)
+    states, shardings = experiment.init_on_mesh(learner, CONFIG, env, RUN, points, mesh, rules)
+    chunk_fn = experiment.make_chunk_fn(learner, CONFIG, env, 4, shardings)
     metrics = []
     for _ in range(2):
         states, m = chunk_fn(states)

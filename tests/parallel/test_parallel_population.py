@@ -1,7 +1,7 @@
 """Sharded PPO population == single device, and the sharded chunk compiles once.
 
-8 fake CPU devices; mesh (8,) "seeds" (one agent per device) and (4, 2) "seeds" x "data" (two
-agents per device pair, each agent's environments split over the pair).
+8 fake CPU devices; mesh (8,) "seeds" (one learner per device) and (4, 2) "seeds" x "data" (two
+agents per device pair, each learner's environments split over the pair).
 """
 
 import re
@@ -49,10 +49,10 @@ def _train(mesh_config, rules, num_chunks=2):
     chex.clear_trace_counter()
     env = envs.make(RUN.env_name)
     points = experiment.validate_run(RUN, ppo, CONFIG)
-    agent = _counted_agent()
+    learner = _counted_agent()
     mesh = None if mesh_config is None else mesh_lib.make_mesh(mesh_config)
-    states, shardings = experiment.init_on_mesh(agent, CONFIG, env, RUN, points, mesh, rules)
-    chunk_fn = experiment.make_chunk_fn(agent, CONFIG, env, 1, shardings)
+    states, shardings = experiment.init_on_mesh(learner, CONFIG, env, RUN, points, mesh, rules)
+    chunk_fn = experiment.make_chunk_fn(learner, CONFIG, env, 1, shardings)
     metrics = []
     for _ in range(num_chunks):
         states, m = chunk_fn(states)
@@ -88,7 +88,7 @@ def test_seeds_sharded_ppo_matches_single_device(reference):
     assert set(re.findall(r"= (\S+) all-gather\(", hlo)) == {"f32[8,1]{1,0}"}
     kernel = states.params["params"]["MLP_0"]["Dense_0"]["kernel"]
     assert kernel.sharding.spec == P("seeds")
-    assert {s.data.shape[0] for s in kernel.addressable_shards} == {1}  # one agent per device
+    assert {s.data.shape[0] for s in kernel.addressable_shards} == {1}  # one learner per device
     _assert_close(states, metrics, reference)
 
 

@@ -205,7 +205,7 @@ def test_divergence_watch_rules_on_synthetic_metrics():
     assert watch.found == {}
     first = records.DivergenceWatch()  # blown up within the first update (CartPole, lr 1e3)
     first.update({**calm, "loss/value": np.array([[50.0, 40.0], [3e8, 2e8]])}, 0)
-    assert "loss/value diverged for agent 1: RMS value error" in first.found["loss/value"]
+    assert "loss/value diverged for learner 1: RMS value error" in first.found["loss/value"]
     grown = {**calm, "loss/policy": np.array([[1e4, 1e4], [0.0, 0.2]])}  # 1e5-fold growth
     watch.update(grown, 6)
-    assert "loss/policy diverged for agent 0" in watch.found["loss/policy"]
+    assert "loss/policy diverged for learner 0" in watch.found["loss/policy"]
