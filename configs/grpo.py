@@ -46,7 +46,7 @@ def get_config(arg: str = "arithmetic"):
     c.log_problems = 0  # metrics: training accuracy of problems 0..n-1 per update (their ranking)
     c.least_likely = 0.0  # RL only on this fraction of problems the base finds least likely (SELF)
     c.preset = "grpo"  # the preset of every learner unless swept
-    c.seed = 0  # learner s of each grid point uses seed + s
+    c.seed = 0  # seed s of each grid point starts from learner_key(seed, s) (rljax.agents.learner)
     c.num_seeds = 1  # learners per grid point
     # vmap: a device's learners at once (the base's products stacked over them); sequential: one
     # after another, one learner's activations alive per device (memory; same numbers, slower)
