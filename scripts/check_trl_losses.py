@@ -2,7 +2,7 @@
 
     python -m venv /tmp/trlvenv && /tmp/trlvenv/bin/pip install torch "trl==1.16.*"
     /tmp/trlvenv/bin/pip install -e .
-    /tmp/trlvenv/bin/python scripts/check_trl_losses.py [--out results/trl_losses/card.json]
+    /tmp/trlvenv/bin/python scripts/check_trl_losses.py [--out results/trl_losses/results.json]
 
 About 20 s on the 2-core CPU (import time mostly). torch and trl live only in that side
 environment: CI never installs them, and tests/losses/test_losses_trl_family.py checks the same
@@ -249,7 +249,7 @@ def _git_commit() -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "results", "trl_losses", "card.json"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "trl_losses", "results.json"))
     args = parser.parse_args(argv)
     x = make_inputs()
     tolerance = {"float64": 1e-12, "float32": 1e-5}  # unless a case says otherwise (float64)

@@ -3,7 +3,7 @@
 Hand values from the closed forms, gradients (formula and finite differences), agreement with
 the existing losses they reduce to, masking == slicing, and `delta=None` computing exactly what
 `ppo_clip` computed before it had `delta`. The agreement with TRL's own code is
-scripts/check_trl_losses.py (results/trl_losses/card.json): torch is not a test dependency.
+scripts/check_trl_losses.py (results/trl_losses/results.json): torch is not a test dependency.
 """
 
 import math
