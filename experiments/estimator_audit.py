@@ -62,7 +62,7 @@ import numpy as np  # noqa: E402
 
 from rljax import cli, returns, stats  # noqa: E402
 from rljax.agents.grpo import objective, presets  # noqa: E402
-from rljax.losses import policy_gradient  # noqa: E402
+from rljax.losses import implicit, policy_gradient  # noqa: E402
 from rljax.train import study, verdicts  # noqa: E402
 
 N_CONTENT = 3  # content tokens 0..2; token 3 is EOS
@@ -402,7 +402,7 @@ def nft_identity_check(num_groups: int = 64, group: int = 8, seed: int = 0) -> d
 
     def nft_dir(weight):
         def loss(lp):
-            tok = policy_gradient.nft(lp, old, reward[..., None], rate[:, None, None])
+            tok = implicit.nft(lp, old, reward[..., None], rate[:, None, None])
             return jnp.sum(weight[:, None, None] * tok * mask)
 
         return -jax.grad(loss)(logp).ravel()

@@ -15,7 +15,7 @@ either way. Arms, one population, the same sampling, budget and optimizer (AdamW
   ROVER ρ = 1 and ρ = 0.25 (the `rover` preset): Q(s_t, a) = ρ log(π_θ/π_old)(a|s_t) is
     regressed onto r̃ + (1/|V|) Σ_a Q(s_{t+1}, a), the uniform random policy's Bellman target,
     with the group-centred reward r̃ = r − mean given to every token (the paper's reward
-    broadcast; `rljax.losses.policy_gradient.rover`). ρ is the temperature of softmax(Q/ρ):
+    broadcast; `rljax.losses.implicit.rover`). ρ is the temperature of softmax(Q/ρ):
     stage A found the spread τ-sensitive, so two values.
 
 Metrics on 64 held-out level-3 problems, n = 256 samples each: unbiased pass@1 and pass@256,

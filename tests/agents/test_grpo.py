@@ -13,7 +13,7 @@ from rljax.agents import grpo
 from rljax.agents.grpo import groups, objective, presets
 from rljax.lm.model.decoder import TransformerConfig, init_params
 from rljax.lm.model.logprobs import completion_log_probs, completion_token_stats
-from rljax.losses import kl, policy_gradient, reduce
+from rljax.losses import implicit, kl, policy_gradient, reduce, sequence
 
 MODEL = TransformerConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64, max_len=16)
 B, G, P, A, R = 3, 4, 6, 6, 2
@@ -99,11 +99,11 @@ def _named_loss(params, v: dict, b: dict):
     name = v["policy_loss"]
     if name == "gspo":
         policy = reduce.masked_mean(
-            policy_gradient.gspo(logp, b["old_logp"], b["adv"], mask, **eps), has_tok
+            sequence.gspo(logp, b["old_logp"], b["adv"], mask, **eps), has_tok
         )
     elif name == "pacs":
         seq = lambda x: jnp.sum(x * mask, 1).reshape(B, G)  # noqa: E731
-        per = policy_gradient.pacs(
+        per = implicit.pacs(
             seq(logp), seq(b["old_logp"]), b["correct"].reshape(B, G), has_tok.reshape(B, G),
             beta=v["pacs_beta"],
         ).reshape(-1)  # fmt: skip
@@ -116,7 +116,7 @@ def _named_loss(params, v: dict, b: dict):
         elif name == "reinforce":
             per = policy_gradient.reinforce(logp, adv_t)
         elif name == "rover":
-            per = policy_gradient.rover(
+            per = implicit.rover(
                 logp, b["old_logp"], mean_log_probs, b["old_mean_log_probs"], b["adv"], mask,
                 rho=v["rover_rho"],
             )  # fmt: skip
@@ -125,18 +125,18 @@ def _named_loss(params, v: dict, b: dict):
                 logp, b["old_logp"], adv_t, tau_pos=v["sapo_tau_pos"], tau_neg=v["sapo_tau_neg"]
             )
         elif name == "vespo":
-            per = policy_gradient.vespo(
+            per = sequence.vespo(
                 logp, b["old_logp"], b["adv"], mask, k_pos=v["vespo_k_pos"],
                 lambda_pos=v["vespo_lambda_pos"], k_neg=v["vespo_k_neg"],
                 lambda_neg=v["vespo_lambda_neg"],
             )  # fmt: skip
         elif name == "luspo":
-            per = policy_gradient.luspo(logp, b["old_logp"], b["adv"], mask, **eps)
+            per = sequence.luspo(logp, b["old_logp"], b["adv"], mask, **eps)
         else:
             rate = b["correct_rate"][:, None]
             # All-right / all-wrong groups carry no signal: masked out, their rate kept off 0/1.
             safe = jnp.clip(rate, 1e-3, 1 - 1e-3)
-            per = policy_gradient.nft(logp, b["old_logp"], b["correct"][:, None], safe)
+            per = implicit.nft(logp, b["old_logp"], b["correct"][:, None], safe)
             per = jnp.where((rate > 0) & (rate < 1), per, 0.0)
         policy = agg(per, mask)
     loss = policy - v["entropy_coef"] * agg(entropy, mask)

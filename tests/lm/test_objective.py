@@ -12,7 +12,7 @@ import pytest
 from rljax import returns
 from rljax.agents.grpo import objective, presets
 from rljax.losses import policy_gradient as pg
-from rljax.losses import reduce
+from rljax.losses import reduce, sequence
 
 
 def _choice(**codes):
@@ -122,10 +122,10 @@ def test_each_new_policy_loss_code_is_its_function_under_each_aggregation(name, 
     adv_t = jnp.broadcast_to(mb.adv[:, None], mb.logp.shape)
     per_token = {
         "sapo": lambda lp: pg.sapo(lp, mb.old_logp, adv_t, tau_pos=1.0, tau_neg=1.05),
-        "vespo": lambda lp: pg.vespo(
+        "vespo": lambda lp: sequence.vespo(
             lp, mb.old_logp, mb.adv, mb.mask, k_pos=2.0, lambda_pos=3.0, k_neg=3.0, lambda_neg=2.0
         ),
-        "luspo": lambda lp: pg.luspo(
+        "luspo": lambda lp: sequence.luspo(
             lp, mb.old_logp, mb.adv, mb.mask, eps_low=values["eps_low"], eps_high=values["eps_high"]
         ),
     }[name]
@@ -143,7 +143,7 @@ def test_luspo_preset_is_length_weighted_gspo_and_gspo_under_token_means():
         n: _loss_and_grad(_choice(**_codes(n)), mb, norms)
         for n in ("gspo", "luspo", "luspo_seq_mean")
     }
-    gspo_seq = pg.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, eps_low=3e-4, eps_high=4e-4)
+    gspo_seq = sequence.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, eps_low=3e-4, eps_high=4e-4)
     np.testing.assert_allclose(loss["luspo"][0], jnp.mean(gspo_seq * lengths), rtol=1e-5)
     # with seq_mean_token_mean the same per-token loss is GSPO again, value and gradient
     np.testing.assert_allclose(loss["luspo_seq_mean"][0], loss["gspo"][0], rtol=1e-6)

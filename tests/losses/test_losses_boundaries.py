@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 
 from rljax import checks, dp, returns
-from rljax.losses import classification, distributional, kl, policy_gradient, reduce, value
+from rljax.losses import (
+    classification,
+    distributional,
+    implicit,
+    kl,
+    policy_gradient,
+    reduce,
+    sequence,
+    value,
+)
 
 NAN, INF = float("nan"), float("inf")
 SUPPORT = jnp.linspace(-1.0, 1.0, 11)
@@ -39,7 +48,7 @@ BAD_HYPERPARAMETERS = {
         "eps_high",
     ),
     "gspo eps_low nan": (
-        lambda: policy_gradient.gspo(LM, LM, jnp.ones(2), LM_MASK, eps_low=NAN, eps_high=0.2),
+        lambda: sequence.gspo(LM, LM, jnp.ones(2), LM_MASK, eps_low=NAN, eps_high=0.2),
         "eps_low",
     ),
     "dual_clip<=1": (
@@ -48,7 +57,7 @@ BAD_HYPERPARAMETERS = {
         ),
         "dual_clip",
     ),
-    "pacs beta<=0": (lambda: policy_gradient.pacs(LM, LM, LM, beta=0.0), "beta"),
+    "pacs beta<=0": (lambda: implicit.pacs(LM, LM, LM, beta=0.0), "beta"),
     "kl_in_reward beta<0": (
         lambda: kl.kl_in_reward(jnp.ones(2), LM, LM_MASK, beta=-1.0),
         "beta",
@@ -188,17 +197,17 @@ def test_sequence_losses_ignore_nan_in_padded_tokens():
     kw = dict(eps_low=0.2, eps_high=0.2)
     adv = jnp.array([1.0, -1.0])
     np.testing.assert_array_equal(
-        policy_gradient.gspo(bad, old, adv, TOKEN_MASK, **kw),
-        policy_gradient.gspo(logp, old, adv, TOKEN_MASK, **kw),
+        sequence.gspo(bad, old, adv, TOKEN_MASK, **kw),
+        sequence.gspo(logp, old, adv, TOKEN_MASK, **kw),
     )
     np.testing.assert_array_equal(
-        policy_gradient.gspo_token(bad, old, adv, TOKEN_MASK, **kw),
-        policy_gradient.gspo_token(logp, old, adv, TOKEN_MASK, **kw),
+        sequence.gspo_token(bad, old, adv, TOKEN_MASK, **kw),
+        sequence.gspo_token(logp, old, adv, TOKEN_MASK, **kw),
     )
     seq, ref = jnp.array([[-1.0, -2.0, NAN]]), jnp.array([[-1.5, -1.5, INF]])
     reward, mask = jnp.array([[1.0, 0.0, NAN]]), jnp.array([[1.0, 1.0, 0.0]])
-    got = policy_gradient.pacs(seq, ref, reward, mask, beta=1.0)
-    want = policy_gradient.pacs(seq[:, :2], ref[:, :2], reward[:, :2], beta=1.0)
+    got = implicit.pacs(seq, ref, reward, mask, beta=1.0)
+    want = implicit.pacs(seq[:, :2], ref[:, :2], reward[:, :2], beta=1.0)
     np.testing.assert_allclose(got[:, :2], want, rtol=1e-6)
     assert float(got[0, 2]) == 0.0
     kl_t = jnp.array([[0.1, 0.2, NAN], [0.3, INF, -INF]])

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rljax.losses import implicit, reduce, sequence
 from rljax.losses import policy_gradient as pg
-from rljax.losses import reduce
 
 LOG15, LOG05, LOG5 = np.log(1.5), np.log(0.5), np.log(5.0)
 
@@ -87,10 +87,10 @@ def _lm_batch(seed=0, b=4, l_max=6):
 
 def test_gspo_sequence_ratio_by_hand_and_loss():
     logp, old, adv, mask, lens = _lm_batch()
-    log_s = pg.gspo_log_ratio(logp, old, mask)
+    log_s = sequence.gspo_log_ratio(logp, old, mask)
     for i, n in enumerate(lens):
         np.testing.assert_allclose(log_s[i], np.mean(np.asarray(logp - old)[i, :n]), rtol=1e-5)
-    loss = pg.gspo(logp, old, adv, mask, eps_low=3e-4, eps_high=4e-4)
+    loss = sequence.gspo(logp, old, adv, mask, eps_low=3e-4, eps_high=4e-4)
     s = np.exp(np.asarray(log_s))
     a = np.asarray(adv)
     want = -np.minimum(s * a, np.clip(s, 1 - 3e-4, 1 + 4e-4) * a)
@@ -100,8 +100,10 @@ def test_gspo_sequence_ratio_by_hand_and_loss():
 def test_gspo_token_matches_gspo_value_and_gradient():
     logp, old, adv, mask, _ = _lm_batch()
     kw = dict(eps_low=0.02, eps_high=0.03)
-    f_seq = lambda lp: reduce.masked_mean(pg.gspo(lp, old, adv, mask, **kw))
-    f_tok = lambda lp: reduce.seq_mean_token_mean(pg.gspo_token(lp, old, adv, mask, **kw), mask)
+    f_seq = lambda lp: reduce.masked_mean(sequence.gspo(lp, old, adv, mask, **kw))
+    f_tok = lambda lp: reduce.seq_mean_token_mean(
+        sequence.gspo_token(lp, old, adv, mask, **kw), mask
+    )
     np.testing.assert_allclose(f_seq(logp), f_tok(logp), rtol=1e-5)
     np.testing.assert_allclose(jax.grad(f_seq)(logp), jax.grad(f_tok)(logp), rtol=1e-4, atol=1e-6)
     # Padding tokens get no gradient.
@@ -131,7 +133,7 @@ def test_gradient_checks(grad_check):
     g = jax.grad(lambda x: pg.cispo(x, old, adv, **kw).sum())(jnp.asarray(lp))
     np.testing.assert_allclose(g, -w * adv, rtol=1e-6)
     logp, old2, adv2, mask, _ = _lm_batch()
-    f = lambda x: pg.gspo(x, old2, adv2, mask, eps_low=0.2, eps_high=0.2)
+    f = lambda x: sequence.gspo(x, old2, adv2, mask, eps_low=0.2, eps_high=0.2)
     grad_check(f, [np.asarray(logp, np.float64)])
 
 
@@ -140,7 +142,7 @@ def test_no_recompiles():
     @chex.assert_max_traces(n=1)
     def step(logp, old, adv, mask):
         tok = pg.ppo_dual_clip(logp, old, adv[:, None] * mask, eps_low=0.2, eps_high=0.28)
-        seq = pg.gspo(logp, old, adv, mask, eps_low=3e-4, eps_high=4e-4)
+        seq = sequence.gspo(logp, old, adv, mask, eps_low=3e-4, eps_high=4e-4)
         return reduce.token_mean(tok, mask) + reduce.masked_mean(seq)
 
     for s in range(3):
@@ -155,12 +157,12 @@ def test_nft_by_hand():
     zero = jnp.zeros(3)
     rate = jnp.array([0.25, 0.25, 0.25])
     correct = jnp.array([1.0, 0.0, 0.0])
-    np.testing.assert_allclose(pg.nft(zero, zero, correct, rate), 0.0, atol=1e-7)
+    np.testing.assert_allclose(implicit.nft(zero, zero, correct, rate), 0.0, atol=1e-7)
     logp = jnp.array([LOG15, LOG15, np.log(8.0)])  # r_q R = 2 > 1 for the last one: floored
-    got = pg.nft(logp, zero, correct, rate, neg_floor=0.01)
+    got = implicit.nft(logp, zero, correct, rate, neg_floor=0.01)
     want = [-np.log(1.5), -np.log((1 - 0.375) / 0.75), -np.log(0.01)]
     np.testing.assert_allclose(got, want, rtol=1e-5)
-    g = jax.grad(lambda x: pg.nft(x, zero, correct, rate, neg_floor=0.01).sum())(logp)
+    g = jax.grad(lambda x: implicit.nft(x, zero, correct, rate, neg_floor=0.01).sum())(logp)
     assert np.all(np.isfinite(np.asarray(g)))
 
 
@@ -177,7 +179,7 @@ def test_nft_equals_grpo_and_dr_grpo_on_policy():
     rate = jnp.mean(reward, axis=1, keepdims=True)  # [B, 1]
 
     def nft_loss(lp, weight):
-        per_tok = pg.nft(lp, old, reward[..., None], rate[..., None])
+        per_tok = implicit.nft(lp, old, reward[..., None], rate[..., None])
         return jnp.sum(per_tok * weight[..., None])
 
     def pg_loss(lp, adv):
@@ -198,7 +200,7 @@ def test_nft_equals_grpo_and_dr_grpo_on_policy():
 def test_pacs_by_hand_and_gradient_formula():
     seq_logp = jnp.array([[1.0, 0.0]])
     zero = jnp.zeros((1, 2))
-    got = pg.pacs(seq_logp, zero, jnp.array([[1.0, 0.0]]), beta=1.0)
+    got = implicit.pacs(seq_logp, zero, jnp.array([[1.0, 0.0]]), beta=1.0)
     np.testing.assert_allclose(got, [[np.log1p(np.e) - 1.0, np.log1p(np.exp(-1.0))]], rtol=1e-6)
 
     rng = np.random.default_rng(6)
@@ -206,7 +208,7 @@ def test_pacs_by_hand_and_gradient_formula():
     lp = jnp.asarray(rng.normal(size=(b, g)).astype(np.float32))
     ref = jnp.asarray(rng.normal(size=(b, g)).astype(np.float32))
     reward = jnp.asarray(rng.integers(0, 2, size=(b, g)).astype(np.float32))
-    grad = jax.grad(lambda x: pg.pacs(x, ref, reward, beta=beta).sum())(lp)
+    grad = jax.grad(lambda x: implicit.pacs(x, ref, reward, beta=beta).sum())(lp)
     r_hat = beta * (np.asarray(lp) - np.asarray(ref))
     psi = r_hat - (r_hat.sum(1, keepdims=True) - r_hat) / (g - 1)
     w = -(np.asarray(reward) - 1 / (1 + np.exp(-psi)))  # dL/dψ = -(R - σ(ψ))
@@ -220,13 +222,13 @@ def test_pacs_masking_equals_slicing_and_grad_check(grad_check):
     ref = jnp.asarray(rng.normal(size=(2, 5)))
     reward = jnp.asarray(rng.integers(0, 2, size=(2, 5)).astype(np.float32))
     mask = jnp.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], jnp.float32)
-    full = pg.pacs(lp, ref, reward, mask, beta=1.0)
-    sliced = pg.pacs(lp[:1, :3], ref[:1, :3], reward[:1, :3], beta=1.0)
+    full = implicit.pacs(lp, ref, reward, mask, beta=1.0)
+    sliced = implicit.pacs(lp[:1, :3], ref[:1, :3], reward[:1, :3], beta=1.0)
     np.testing.assert_allclose(full[:1, :3], sliced, rtol=1e-6)
     np.testing.assert_allclose(full[0, 3:], 0.0)
-    f = lambda x: pg.pacs(x, ref, reward, beta=0.7)
+    f = lambda x: implicit.pacs(x, ref, reward, beta=0.7)
     grad_check(f, [np.asarray(lp)])
-    f = lambda x: pg.nft(x, jnp.zeros(2), jnp.array([1.0, 0.0]), jnp.array([0.3, 0.3]))
+    f = lambda x: implicit.nft(x, jnp.zeros(2), jnp.array([1.0, 0.0]), jnp.array([0.3, 0.3]))
     grad_check(f, [np.array([0.1, -0.2])])
 
 
@@ -237,13 +239,13 @@ def test_rover_by_hand_gradient_and_masking(grad_check):
     mean_lp = jnp.array([[-4.0, -3.0, 0.0]])
     old_mean = jnp.array([[-4.2, -3.5, 0.0]])
     mask = jnp.array([[1.0, 1.0, 0.0]])
-    got = pg.rover(logp, old, mean_lp, old_mean, jnp.array([0.5]), mask, rho=2.0)
+    got = implicit.rover(logp, old, mean_lp, old_mean, jnp.array([0.5]), mask, rho=2.0)
     # t=0: Q = 2(-1 + 1.5) = 1; V(s_1) = 2(-3 + 3.5) = 1; target 1.5 -> 0.25
     # t=1: Q = 2(-2 + 1) = -2; last real token: target 0.5 -> 6.25; t=2 padding -> 0
     np.testing.assert_allclose(got, [[0.25, 6.25, 0.0]], rtol=1e-6)
     # The target is a constant: dℓ_t/dlogp_t = 2ρ(Q_t − target_t); V gets no gradient.
     grads = jax.grad(
-        lambda lp, m: pg.rover(lp, old, m, old_mean, jnp.array([0.5]), mask, rho=2.0).sum(),
+        lambda lp, m: implicit.rover(lp, old, m, old_mean, jnp.array([0.5]), mask, rho=2.0).sum(),
         argnums=(0, 1),
     )(logp, mean_lp)
     np.testing.assert_allclose(grads[0], [[2 * 2 * (1 - 1.5), 2 * 2 * (-2 - 0.5), 0.0]], rtol=1e-6)
@@ -254,18 +256,18 @@ def test_rover_by_hand_gradient_and_masking(grad_check):
     mlp = jnp.asarray(rng.normal(size=(3, 4)).astype(np.float32))
     r = jnp.asarray(rng.normal(size=3).astype(np.float32))
     full = jnp.ones((3, 4))
-    g = jax.grad(lambda x: pg.rover(x, lp, mlp, mlp, r, full, rho=0.5).sum())(lp)
+    g = jax.grad(lambda x: implicit.rover(x, lp, mlp, mlp, r, full, rho=0.5).sum())(lp)
     want = jax.grad(lambda x: pg.reinforce(x, jnp.broadcast_to(r[:, None], (3, 4))).sum())(lp)
     np.testing.assert_allclose(g, 2 * 0.5 * want, rtol=1e-6)
     # masking == slicing: a sequence cut after 2 tokens equals its 2-token slice.
     cut = jnp.array([[1.0, 1.0, 0.0, 0.0]] * 3)
-    masked = pg.rover(lp, lp * 0.9, mlp, mlp * 1.1, r, cut, rho=1.0)
-    sliced = pg.rover(
+    masked = implicit.rover(lp, lp * 0.9, mlp, mlp * 1.1, r, cut, rho=1.0)
+    sliced = implicit.rover(
         lp[:, :2], lp[:, :2] * 0.9, mlp[:, :2], mlp[:, :2] * 1.1, r, cut[:, :2], rho=1.0
     )
     np.testing.assert_allclose(masked[:, :2], sliced, rtol=1e-6)
     np.testing.assert_allclose(masked[:, 2:], 0.0)
     with pytest.raises(ValueError, match="rho"):
-        pg.rover(lp, lp, mlp, mlp, r, full, rho=0.0)
-    f = lambda x: pg.rover(x, lp * 0.9, mlp, mlp * 1.1, r, full, rho=1.5)  # noqa: E731
+        implicit.rover(lp, lp, mlp, mlp, r, full, rho=0.0)
+    f = lambda x: implicit.rover(x, lp * 0.9, mlp, mlp * 1.1, r, full, rho=1.5)  # noqa: E731
     grad_check(f, [np.asarray(lp, np.float64)])

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rljax.losses import policy_gradient as pg
-from rljax.losses import reduce
+from rljax.losses import reduce, sequence
 
 LOG15, LOG05, LOG5 = np.log(1.5), np.log(0.5), np.log(5.0)
 VESPO = dict(k_pos=2.0, lambda_pos=3.0, k_neg=3.0, lambda_neg=2.0)  # TRL's defaults
@@ -144,7 +144,7 @@ def test_vespo_weight_by_hand():
     )
     mask = jnp.asarray([[1, 1, 0], [1, 1, 1], [1, 1, 1], [1, 1, 0]], jnp.float32)
     adv = jnp.asarray([1.0, -1.0, 0.5, 1.0])
-    phi = pg.vespo_weight(lr, jnp.zeros_like(lr), adv, mask, **VESPO)
+    phi = sequence.vespo_weight(lr, jnp.zeros_like(lr), adv, mask, **VESPO)
     w = math.exp(0.5)
     want = [
         math.exp(3.0 + 2.0 * 0.5 - 3.0 * w),  # e^λ w^k e^{-λw}, (k, λ) = (2, 3)
@@ -154,26 +154,26 @@ def test_vespo_weight_by_hand():
     ]
     np.testing.assert_allclose(phi, want, rtol=1e-5, atol=1e-30)
     # w → 0: log w is floored at log 1e-8, so φ = e^λ 1e-8^k e^{-λ 1e-8} (tiny, not NaN)
-    tiny = pg.vespo_weight(-lr[3:], jnp.zeros_like(lr[3:]), adv[3:], mask[3:], **VESPO)
+    tiny = sequence.vespo_weight(-lr[3:], jnp.zeros_like(lr[3:]), adv[3:], mask[3:], **VESPO)
     np.testing.assert_allclose(tiny, [math.exp(3.0) * 1e-16], rtol=1e-4)
 
 
 def test_vespo_loss_and_gradient_formula():
     (logp, old, adv, mask), _ = _lm_batch(3)
-    loss = pg.vespo(logp, old, adv, mask, **VESPO)
-    phi = pg.vespo_weight(logp, old, adv, mask, **VESPO)
+    loss = sequence.vespo(logp, old, adv, mask, **VESPO)
+    phi = sequence.vespo_weight(logp, old, adv, mask, **VESPO)
     m = np.asarray(mask)
     np.testing.assert_allclose(loss, -(phi * adv)[:, None] * logp * m, rtol=1e-6)
     # φ is a stopped weight: the gradient is -φ A on each real token (REINFORCE's at w = 1)
-    g = jax.grad(lambda x: pg.vespo(x, old, adv, mask, **VESPO).sum())(logp)
+    g = jax.grad(lambda x: sequence.vespo(x, old, adv, mask, **VESPO).sum())(logp)
     np.testing.assert_allclose(g, -(phi * adv)[:, None] * m, rtol=1e-6)
-    g_on = jax.grad(lambda x: pg.vespo(x, x, adv, mask, **VESPO).sum())(logp)
+    g_on = jax.grad(lambda x: sequence.vespo(x, x, adv, mask, **VESPO).sum())(logp)
     np.testing.assert_allclose(g_on, -adv[:, None] * m, rtol=1e-6)  # on policy φ = 1
 
 
 def test_vespo_weight_peaks_at_k_over_lambda():
     log_w = jnp.log(jnp.linspace(0.05, 3.0, 600))[:, None]
-    phi = pg.vespo_weight(
+    phi = sequence.vespo_weight(
         log_w, jnp.zeros_like(log_w), jnp.ones(600), jnp.ones_like(log_w), **VESPO
     )
     peak = float(jnp.exp(log_w[jnp.argmax(phi), 0]))
@@ -186,11 +186,11 @@ def test_luspo_by_hand():
     mask = jnp.ones_like(lr)
     adv = jnp.asarray([1.0, -1.0])
     kw = dict(eps_low=0.2, eps_high=0.2)
-    per_tok = pg.luspo(lr, jnp.zeros_like(lr), adv, mask, **kw)
+    per_tok = sequence.luspo(lr, jnp.zeros_like(lr), adv, mask, **kw)
     s = math.exp(0.2)
     np.testing.assert_allclose(per_tok, [[-1.2] * 3, [s] * 3], rtol=1e-5)
     # token sum |y| ℓ: d/dlogp_t = |y| · ∂ℓ/∂log s · (1/|y|) = -A s where unclipped, 0 clipped
-    g = jax.grad(lambda x: pg.luspo(x, jnp.zeros_like(x), adv, mask, **kw).sum())(lr)
+    g = jax.grad(lambda x: sequence.luspo(x, jnp.zeros_like(x), adv, mask, **kw).sum())(lr)
     np.testing.assert_allclose(g, [[0.0] * 3, [s] * 3], rtol=1e-5, atol=1e-7)
 
 
@@ -199,15 +199,15 @@ def test_luspo_aggregations_are_length_weighted_gspo_and_gspo():
     kw = dict(eps_low=0.02, eps_high=0.03, delta=1.2)
 
     def luspo(x, agg):
-        return agg(pg.luspo(x, old, adv, mask, **kw), mask)
+        return agg(sequence.luspo(x, old, adv, mask, **kw), mask)
 
     def length_weighted_gspo(x):  # LUSPO's (1/N) Σ_i |y_i| ℓ_i, TRL's loss_type="luspo"
-        return jnp.mean(pg.gspo(x, old, adv, mask, **kw) * jnp.asarray(lengths, jnp.float32))
+        return jnp.mean(sequence.gspo(x, old, adv, mask, **kw) * jnp.asarray(lengths, jnp.float32))
 
     for got_fn, want_fn in (
         (lambda x: luspo(x, reduce.seq_mean_token_sum), length_weighted_gspo),
         (lambda x: luspo(x, reduce.seq_mean_token_mean),
-         lambda x: jnp.mean(pg.gspo(x, old, adv, mask, **kw))),
+         lambda x: jnp.mean(sequence.gspo(x, old, adv, mask, **kw))),
     ):  # fmt: skip
         got, want = jax.value_and_grad(got_fn)(logp), jax.value_and_grad(want_fn)(logp)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
@@ -220,7 +220,7 @@ def test_luspo_aggregations_are_length_weighted_gspo_and_gspo():
 def test_masking_equals_slicing(name):
     (logp, old, adv, mask), lengths = _lm_batch(5)
     kw = VESPO if name == "vespo" else dict(eps_low=0.2, eps_high=0.28, delta=2.0)
-    fn = getattr(pg, name)
+    fn = {"sapo": pg.sapo, "vespo": sequence.vespo, "luspo": sequence.luspo}[name]
     padded = fn(logp, old, adv, mask, **kw)
     for i, n in enumerate(lengths):
         row = lambda x, i=i, n=n: x[i : i + 1, :n]  # noqa: E731
@@ -248,6 +248,6 @@ def test_gradient_checks(grad_check):
     (logp, old2, adv2, mask), _ = _lm_batch(7, scale=0.1)
     kw = dict(eps_low=0.2, eps_high=0.2, delta=1.5)
     grad_check(
-        lambda x: pg.luspo(x, old2.astype(x.dtype), adv2.astype(x.dtype), mask, **kw),
+        lambda x: sequence.luspo(x, old2.astype(x.dtype), adv2.astype(x.dtype), mask, **kw),
         [np.where(np.asarray(mask) > 0, np.asarray(logp), 0.0)],
     )

@@ -21,8 +21,8 @@ import jax.numpy as jnp
 
 from rljax import returns
 from rljax.agents.grpo import presets
+from rljax.losses import implicit, policy_gradient, sequence
 from rljax.losses import kl as kl_lib
-from rljax.losses import policy_gradient
 
 
 def select(code: jax.Array, options: dict[str, jax.Array], names: tuple[str, ...], what: str):
@@ -189,9 +189,9 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
     # NFT needs 0 < r_q < 1: all-right and all-wrong groups carry no signal and are masked out.
     informative = (mb.correct_rate > 0) & (mb.correct_rate < 1)
     rate = jnp.clip(mb.correct_rate, 1e-3, 1 - 1e-3)[:, None]
-    nft = policy_gradient.nft(mb.logp, mb.old_logp, mb.correct[:, None], rate)
+    nft = implicit.nft(mb.logp, mb.old_logp, mb.correct[:, None], rate)
     nft = jnp.where(informative[:, None], nft, 0.0)
-    rover = policy_gradient.rover(
+    rover = implicit.rover(
         mb.logp,
         mb.old_logp,
         mb.mean_log_probs,
@@ -203,14 +203,14 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
     sapo = policy_gradient.sapo(
         mb.logp, mb.old_logp, adv_t, tau_pos=choice.sapo_tau_pos, tau_neg=choice.sapo_tau_neg
     )
-    vespo = policy_gradient.vespo(
+    vespo = sequence.vespo(
         mb.logp, mb.old_logp, mb.adv, mb.mask,
         k_pos=choice.vespo_k_pos, lambda_pos=choice.vespo_lambda_pos,
         k_neg=choice.vespo_k_neg, lambda_neg=choice.vespo_lambda_neg,
     )  # fmt: skip
     token = {"ppo_clip": ppo, "cispo": cispo, "reinforce": reinforce, "nft": nft, "rover": rover}
     token["sapo"], token["vespo"] = sapo, vespo
-    token["luspo"] = policy_gradient.luspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
+    token["luspo"] = sequence.luspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
     sequence_names = presets.SEQUENCE_LOSSES  # their per-token slot is zero (explicitly)
     token.update({name: jnp.zeros_like(ppo) for name in sequence_names})
     per_token = select(choice.policy_loss, token, presets.POLICY_LOSSES, "policy_loss")
@@ -218,25 +218,29 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
 
     has_tok = jnp.any(mb.mask > 0, axis=1).astype(mb.logp.dtype)
     u = has_tok / jnp.maximum(norms.sequences, 1.0)
-    gspo = policy_gradient.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
+    gspo = sequence.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
     groups = mb.logp.shape[0] // mb.group_size
     seq_logp = jnp.sum(mb.logp * mb.mask, axis=1).reshape(groups, mb.group_size)
     seq_old = jnp.sum(mb.old_logp * mb.mask, axis=1).reshape(groups, mb.group_size)
-    pacs = policy_gradient.pacs(
+    pacs = implicit.pacs(
         seq_logp,
         seq_old,
         mb.correct.reshape(groups, mb.group_size),
         has_tok.reshape(groups, mb.group_size),
         beta=choice.pacs_beta,
     ).reshape(-1)
-    sequence = {"gspo": gspo, "pacs": pacs}
-    if set(sequence) != set(sequence_names):
+    per_sequence = {"gspo": gspo, "pacs": pacs}
+    if set(per_sequence) != set(sequence_names):
         raise ValueError(
-            f"policy_loss: sequence-level losses {sorted(sequence)} implemented, "
+            f"policy_loss: sequence-level losses {sorted(per_sequence)} implemented, "
             f"{sorted(sequence_names)} named in rljax.agents.grpo.presets.SEQUENCE_LOSSES"
         )
-    sequence.update({n: jnp.zeros_like(gspo) for n in presets.POLICY_LOSSES if n not in sequence})
-    seq_loss = jnp.sum(select(choice.policy_loss, sequence, presets.POLICY_LOSSES, "policy") * u)
+    per_sequence.update(
+        {n: jnp.zeros_like(gspo) for n in presets.POLICY_LOSSES if n not in per_sequence}
+    )
+    seq_loss = jnp.sum(
+        select(choice.policy_loss, per_sequence, presets.POLICY_LOSSES, "policy") * u
+    )
     codes = jnp.asarray([presets.POLICY_LOSSES.index(n) for n in sequence_names])
     loss = jnp.where(jnp.isin(choice.policy_loss, codes), seq_loss, token_loss)
 
