@@ -38,7 +38,7 @@ of sizes 6 and 10), each method's seeds in one vmapped program:
 
 Writes results.md, results.json and curves_<env>.png (greedy return vs env steps, mean and 95%
 interval over seeds) into --workdir; ``--resume`` reuses finished environments from
-workdir/cache/.
+workdir/arms/ (``rljax.train.arm_store.cached``: only those made with the same settings).
 
 Measured time of the default (2026-11-23, commit 67a6a10, ``nice -n 10``, the 2-core CPU shared
 with other jobs, load average 7-11): 20.5 min (tabular versions 74 s, Catch 296 s, the other five
@@ -47,18 +47,16 @@ environments 858 s; details and results in docs/value_based.md).
 
 import sys
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (0% CPU for minutes); one small program per process gains little from the pool.
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
-import pickle  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -66,18 +64,12 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import _population  # noqa: E402
-import _verdicts  # noqa: E402
-
-from configs import dqn as dqn_configs  # noqa: E402
-from configs import ppo as ppo_configs  # noqa: E402
-from configs import sqirl as sqirl_configs  # noqa: E402
-from rljax import envs, machine, stats  # noqa: E402
+from rljax import cli, envs, stats  # noqa: E402
 from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
 from rljax.dp import gymnax_tabular  # noqa: E402
 from rljax.dp import horizon as dp_horizon  # noqa: E402
+from rljax.train import arm_store, study  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 K_LEVELS = (0, 1, 2, 3, 5)
 NUM_EVALS = 10
@@ -153,7 +145,6 @@ ENVS = {
     ),
 }
 METHODS = ("sqirl", "ppo", "dqn")
-QUICK = {"envs": ("Catch-bsuite", "DeepSea-bsuite-6"), "seeds": 2, "steps": 10_240}
 
 
 def agent_setup(method: str, name: str, steps: int):
@@ -161,17 +152,17 @@ def agent_setup(method: str, name: str, steps: int):
     classic = ENVS[name]["id"] in envs.SUPPORTED_ENVS
     base = name if classic else "CartPole-v1"
     if method == "sqirl":
-        c = sqirl_configs.get_config(base if classic else "Acrobot-v1")
+        c = study.config(__file__, "sqirl", base if classic else "Acrobot-v1")
         values = {**c.sqirl.to_dict(), "k": max(K_LEVELS), "prefix_until": 0.0}
         if not classic:  # short episodes: smaller updates, support of ±1 rewards
             values.update(rollout_steps=8, v_min=-1.0, v_max=1.0)
         cfg = learner.config_from_dict(sqirl.Config, "sqirl", values)
         return sqirl, cfg, {k: float(v) for k, v in c.hparams.items()}
     if method == "ppo":
-        c = ppo_configs.get_config(base)
+        c = study.config(__file__, "ppo", base)
         cfg = learner.config_from_dict(ppo.Config, "ppo", c.ppo.to_dict())
         return ppo, cfg, {k: float(v) for k, v in c.hparams.items()}
-    c = dqn_configs.get_config(base)
+    c = study.config(__file__, "dqn", base)
     cfg = learner.config_from_dict(dqn.Config, "dqn", c.dqn.to_dict())
     hp = {k: float(v) for k, v in c.hparams.items()}
     hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
@@ -369,8 +360,9 @@ def _fmt_steps(v) -> str:
     return "∞" if v is None or not np.isfinite(v) else f"{v / 1e3:.0f}k"
 
 
-def write_outputs(workdir, per_env, horizons, corr, meta) -> str:
-    os.makedirs(workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    per_env, horizons, corr = out["per_env"], out["horizons"], out["corr"]
+    meta = {"seeds": args.seeds, "budgets": out["budgets"], "resumed": args.resume, **record}
     env_names = list(per_env)
     arms, s2t = {}, {}
     for e, res in per_env.items():
@@ -398,7 +390,6 @@ def write_outputs(workdir, per_env, horizons, corr, meta) -> str:
     ]
     if len(statuses) < 2:
         statuses.append("tie")  # a correlation without an interval decides nothing
-    verdict = _verdicts.overall(statuses)
     reason = "; ".join(
         f"ρ({k}) = {v['rho']:.2f} [{_n(v['ci'][0])}, {_n(v['ci'][1])}]" for k, v in rho.items()
     ) + (
@@ -455,14 +446,13 @@ def write_outputs(workdir, per_env, horizons, corr, meta) -> str:
         f"Seeds {meta['seeds']}, budgets {meta['budgets']}, wall time "
         f"{meta['seconds']:.0f} s{resumed} ({meta['load']}).",
     ]
-    text = stats.write_results(
-        workdir,
+    return study.Report(
         title="Effective horizon / SQIRL (#42, ablation 12)",
         claim=(
             "SQIRL (random roll-outs + k fitted-Q steps, greedy) has a sample complexity that "
             "correlates strongly with PPO's and DQN's across environments"
         ),
-        verdict=verdict,
+        claims=statuses,
         reason=reason,
         arms=arms,
         metric="final greedy return (16 evaluation episodes)",
@@ -470,96 +460,67 @@ def write_outputs(workdir, per_env, horizons, corr, meta) -> str:
         notes=notes,
         digits=2,
     )
-    for e, res in per_env.items():
+
+
+def plot(args, out: dict, _) -> None:
+    for e, res in out["per_env"].items():
         # Evaluations come after each tenth of the budget (to within one update per method).
-        x = np.arange(1, NUM_EVALS + 1) * meta["budgets"][e] / NUM_EVALS
+        x = np.arange(1, NUM_EVALS + 1) * out["budgets"][e] / NUM_EVALS
         curves = {a: r["evals"] for a, r in res.items() if a != "sqirl"}
         safe = e.replace("/", "_")
         stats.plot_bands(
             x,
             curves,
-            os.path.join(workdir, f"curves_{safe}.png"),
+            os.path.join(args.workdir, f"curves_{safe}.png"),
             title=f"{e}: greedy return (threshold {ENVS[e]['threshold']:g})",
             xlabel="env steps per agent",
             ylabel="greedy evaluation return",
         )
-    return text
 
 
 def _n(v) -> str:
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.2f}"
 
 
-def _cached(args, name: str, compute):
-    """``compute()``, saved to (and with ``--resume`` read back from) workdir/cache/name.pkl."""
-    path = os.path.join(args.workdir, "cache", f"{name}.pkl")
-    if args.resume and os.path.exists(path):
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    value = compute()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        pickle.dump(value, f)
-    return value
-
-
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+def add_flags(p) -> None:
     # Cheap environments first: a failure shows early; --resume reuses finished ones.
     p.add_argument("--envs", default=",".join([*list(ENVS)[3:], *list(ENVS)[:3]]))
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--steps", type=int, default=0, help="env steps per agent (0: per env)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--resume", action="store_true", help="reuse workdir/cache/ results")
     p.add_argument("--no_tabular", action="store_true", help="skip the rljax.dp horizons")
-    p.add_argument("--quick", action="store_true", help="2 seeds, 10k steps, Catch + DeepSea-6")
-    p.add_argument("--workdir", default="runs/ablate_effective_horizon")
-    args = p.parse_args(argv)
+
+
+def check(args) -> None:
     for e in args.envs.split(","):
-        if e not in ENVS:
-            p.error(f"--envs has {e!r}; allowed: {', '.join(ENVS)}")
-    if args.seeds < 2:
-        p.error(f"--seeds={args.seeds} is invalid; allowed: an integer >= 2")
-    if args.steps < 0:
-        p.error(f"--steps={args.steps} is invalid; allowed: >= 0")
-    cli.check_workdir("--workdir", args.workdir)  # before anything trains
-    return args
+        cli.check_choice("--envs", e, ENVS)
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
-    t0 = time.perf_counter()
+def run(args) -> dict:
     log = lambda s: print(s, flush=True)  # noqa: E731
-    env_names = list(QUICK["envs"]) if args.quick else args.envs.split(",")
-    seeds = QUICK["seeds"] if args.quick else args.seeds
-    budgets = {
-        e: args.steps or (QUICK["steps"] if args.quick else ENVS[e]["steps"]) for e in env_names
-    }
-    os.makedirs(args.workdir, exist_ok=True)
-    horizons = (
-        {} if args.no_tabular else _cached(args, "tabular", lambda: exact_horizons(env_names, log))
-    )
-    per_env = {
-        e: _cached(
-            args,
-            f"train_{e}_{seeds}_{budgets[e]}_{args.seed}",
-            lambda e=e: run_env(e, seeds, budgets[e], args.seed, log),
-        )
-        for e in env_names
-    }
+    env_names = args.envs.split(",")
+    budgets = {e: args.steps or ENVS[e]["steps"] for e in env_names}
+    horizons = {} if args.no_tabular else arm_store.cached(
+        args.workdir, "tabular", {"envs": env_names}, lambda: exact_horizons(env_names, log),
+        resume=args.resume, log=log,
+    )  # fmt: skip
+    per_env = {}
+    for e in env_names:
+        settings = {"seeds": args.seeds, "steps": budgets[e], "seed": args.seed}
+        per_env[e] = arm_store.cached(
+            args.workdir, f"train_{e}", settings,
+            lambda e=e: run_env(e, args.seeds, budgets[e], args.seed, log),
+            resume=args.resume, log=log,
+        )  # fmt: skip
     hits = {(e, m): per_env[e][m]["hits"] for e in env_names for m in METHODS}
     corr = correlations(hits, horizons, env_names)
-    meta = {
-        "seeds": seeds,
-        "budgets": budgets,
-        "resumed": args.resume,
-        **machine.run_record("experiments/ablate_effective_horizon.py", argv, t0),
-    }
-    text = write_outputs(args.workdir, per_env, horizons, corr, meta)
-    print(text)
-    return text
+    return {"per_env": per_env, "horizons": horizons, "corr": corr, "budgets": budgets}
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/ablate_effective_horizon", run=run,
+    report=report, plot=plot, flags=add_flags, check=check, seeds=5, steps=0, resume=True,
+    quick={"envs": "Catch-bsuite,DeepSea-bsuite-6", "seeds": 2, "steps": 10_240},
+    low={"seeds": 2, "steps": 0},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -40,29 +40,20 @@ the HL-Gauss program's 48 agents. ``--quick``: ~25 s of CPU time (65 s wall at l
 Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import _arms  # noqa: E402
-import _population  # noqa: E402
-import _verdicts  # noqa: E402
-
-from configs import dqn as dqn_configs  # noqa: E402
-from rljax import machine, stats  # noqa: E402
+from rljax import cli, stats  # noqa: E402
 from rljax.agents import dqn, learner  # noqa: E402
-from rljax.io import workdir_lock  # noqa: E402
+from rljax.train import arm_store, study, verdicts  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 SIGMAS = (0.25, 0.75, 2.0)
 PAPER_SIGMA = 0.75
@@ -92,7 +83,9 @@ STEPS = {"CartPole-v1": 100_000, "Acrobot-v1": 100_000}
 # 2 seeds, a MinAtar program ~2.3 s).
 WIDTH_STEPS = 75_000
 MINATAR_STEPS = 150_000
-QUICK = {"envs": ("CartPole-v1",), "arms": ("mse", "hl_gauss"), "seeds": 2, "steps": 6_000}
+QUICK_PANELS = [
+    ("CartPole-v1", ("mse", "hl_gauss"), (0.0, 1.0), None)
+]  # --quick: 2 seeds, 6k steps
 
 
 def arm_name(arm: str, point: dict) -> str:
@@ -111,7 +104,7 @@ def base_config(
     Short runs: ε reaches its floor by mid-run, the buffer holds at most half the run, and
     learning starts after at most a tenth of it.
     """
-    c = dqn_configs.get_config(env_name)
+    c = study.config(__file__, "dqn", env_name)
     config = learner.config_from_dict(dqn.Config, "dqn", {**c.dqn.to_dict(), **(overrides or {})})
     hp = {k: float(v) for k, v in c.hparams.items()}
     hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
@@ -130,7 +123,7 @@ def base_config(
 def run_panel(env_name, arms, noises, width, seeds, steps, seed, log, store=None) -> dict:
     """Trains every arm of one panel; returns {name: {"final", "auc", "curve", "x", ...}}.
 
-    With an ``_arms.ArmStore``, each arm is saved as soon as it finishes and an arm stored
+    With an ``arm_store.ArmStore``, each arm is saved as soon as it finishes and an arm stored
     with the same settings is loaded instead of trained.
     """
     out = {}
@@ -177,13 +170,13 @@ _WORDS = {"reproduced": "holds", "contradicted": "fails", "not at this scale": "
 
 def _claim_status(diff_ci) -> str:
     """'holds' (interval above 0), 'fails' (below 0) or 'tie': for "X grows" claims."""
-    return _WORDS[_verdicts.vs_zero(diff_ci)]
+    return _WORDS[verdicts.vs_zero(diff_ci)]
 
 
 def _match_status(diff_ci, mse_mean: float) -> str:
-    """'holds' / 'fails' / 'tie' for "X matches or beats MSE" (``_verdicts.matches_or_beats``
+    """'holds' / 'fails' / 'tie' for "X matches or beats MSE" (``verdicts.matches_or_beats``
     with a margin of ``MATCH_MARGIN`` × |MSE's mean|)."""
-    return _WORDS[_verdicts.matches_or_beats(diff_ci, margin=MATCH_MARGIN * abs(mse_mean))]
+    return _WORDS[verdicts.matches_or_beats(diff_ci, margin=MATCH_MARGIN * abs(mse_mean))]
 
 
 def gap_growth(ce_hi, mse_hi, ce_lo, mse_lo, seed: int = 0) -> dict:
@@ -208,8 +201,8 @@ def gap_growth(ce_hi, mse_hi, ce_lo, mse_lo, seed: int = 0) -> dict:
     }
 
 
-def verdict(results: dict, comparisons: dict) -> tuple[str, str, dict]:
-    """Claim-by-claim reading of the runs and the overall verdict.
+def verdict(results: dict, comparisons: dict) -> tuple[str, dict]:
+    """Claim-by-claim reading of the runs: (reason, claims).
 
     Claims checked (each 'holds' / 'tie' / 'fails' from a 95% interval of a difference of mean
     final returns): (1) HL-Gauss at the paper's σ/bin = 0.75 matches or beats MSE, per
@@ -217,7 +210,7 @@ def verdict(results: dict, comparisons: dict) -> tuple[str, str, dict]:
     |MSE's mean| (a tie within that margin is a match), fails when its upper end is below it;
     (2) two-hot matches or beats MSE, likewise; (3) the HL-Gauss − MSE gap grows with reward
     noise (interval above 0); (4) it grows with width (64 → 1024). Verdict: the common rule of
-    ``_verdicts.overall``.
+    ``verdicts.overall``.
     """
     by = {k: v["final"] for k, v in results.items()}
     claims = {}
@@ -263,19 +256,12 @@ def verdict(results: dict, comparisons: dict) -> tuple[str, str, dict]:
                 g["growth_ci"],
             )
     if not claims:  # --arms left out every arm a claim needs
-        return _verdicts.UNDECIDED, "no claim was checked: the arms it needs did not run.", {}
-    v = _verdicts.overall([s for s, _, _ in claims.values()])
-    held = [k for k, (s, _, _) in claims.items() if s == "holds"]
-    failed = [k for k, (s, _, _) in claims.items() if s == "fails"]
-    reason = (
-        f"{len(held)} of {len(claims)} checked claims hold, {len(failed)} fail, the rest are "
-        f"ties (95% intervals of final-return differences; a 'matches or beats MSE' claim holds "
+        return "no claim was checked: the arms it needs did not run.", {}
+    rules = (
+        f" (95% intervals of final-return differences; a 'matches or beats MSE' claim holds "
         f"above −{MATCH_MARGIN:g}×|MSE's mean|, a 'grows' claim above 0)"
-        + (f"; holds: {'; '.join(held)}" if held else "")
-        + (f"; fails: {'; '.join(failed)}" if failed else "")
-        + "."
     )
-    return v, reason, claims
+    return study.tally(claims, rules), claims
 
 
 def analyse(results: dict) -> dict:
@@ -294,10 +280,10 @@ def _label(key) -> str:
     return f"{env} · width {width} · noise {noise:g} · {arm}"
 
 
-def write_outputs(workdir: str, results: dict, meta: dict) -> str:
-    """results.md / results.json via ``rljax.stats.write_results`` and one PNG per panel."""
+def report(args, out: dict, record: dict) -> study.Report:
+    results, meta = out["results"], {"settings": out["settings"], **record}
     a = analyse(results)
-    v, reason, claims = verdict(results, a["comparisons"])
+    reason, claims = verdict(results, a["comparisons"])
     fmt = lambda s, k="mean": stats.format_interval(s, k, 1)  # noqa: E731
     notes = [
         "**AUC and each arm against MSE** (same panel). Δ = arm − MSE, difference of means "
@@ -320,23 +306,19 @@ def write_outputs(workdir: str, results: dict, meta: dict) -> str:
         else:
             cmp = "— | — | —"
         notes.append(f"| {_label(key)} | {fmt(s['auc'])} | {fmt(s['auc'], 'iqm')} | {cmp} |")
-    notes += ["", "**Claims checked** (status, estimate, 95% interval):", ""]
-    notes += [
-        f"* {k}: **{s}**, {e:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]" for k, (s, e, ci) in claims.items()
-    ]
+    notes += ["", *study.checked_claims(claims, 1)]
     notes += [
         "",
         f"Settings: {json.dumps(meta['settings'])}.",
         f"Wall time: {meta['seconds']:.0f} s ({meta['load']}).",
     ]
-    text = stats.write_results(
-        workdir,
+    return study.Report(
         title="Stop Regressing (#118, ablation 2): value losses in DQN",
         claim=(
             "cross-entropy value losses (two-hot, HL-Gauss σ/bin ≈ 0.75) match or beat MSE "
             "regression, and the gain grows with target noise and network width"
         ),
-        verdict=v,
+        claims=claims,
         reason=reason,
         arms={_label(k): s["final"] for k, s in a["summaries"].items()},
         metric="final return (training episodes, last 10%)",
@@ -351,91 +333,71 @@ def write_outputs(workdir: str, results: dict, meta: dict) -> str:
         notes=notes,
         digits=1,
     )
+
+
+def plot(args, out: dict, _) -> None:
     panels = {}
-    for key, r in results.items():
+    for key, r in out["results"].items():
         panels.setdefault(key[:3], {})[key[3]] = r
     for (env, width, noise), arms in panels.items():
         x = next(iter(arms.values()))["x"]
         stats.plot_bands(
             x,
             {name: r["curve"] for name, r in arms.items()},
-            os.path.join(workdir, f"curves_{env}_w{width}_noise{noise:g}.png"),
+            os.path.join(args.workdir, f"curves_{env}_w{width}_noise{noise:g}.png"),
             title=f"{env}, width {width}, reward noise {noise:g} (mean, 95% CI)",
             xlabel="env steps per agent",
             ylabel="training episode return",
         )
-    return text
 
 
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+def add_flags(p) -> None:
     p.add_argument("--studies", default="losses", help=f"comma-separated of {', '.join(STUDIES)}")
-    p.add_argument("--seeds", type=int, default=8)
-    p.add_argument("--steps", type=int, default=0, help="env steps per agent (0: per study)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="2 seeds, 6k steps, CartPole, 2 arms")
-    p.add_argument("--workdir", default="runs/ablate_stop_regressing")
-    p.add_argument(
-        "--resume", action="store_true", help="reuse the arms a killed run finished (workdir/arms)"
-    )
     p.add_argument("--arms", default="", help=f"only these arms (comma-separated of {ALL_LOSSES})")
-    args = p.parse_args(argv)
+
+
+def check(args) -> None:
     for s in args.studies.split(","):
-        if s not in STUDIES:
-            p.error(f"--studies has {s!r}; allowed: {', '.join(STUDIES)}")
-    if args.seeds < 2:
-        p.error(f"--seeds={args.seeds} is invalid; allowed: an integer >= 2 (intervals)")
-    if args.steps < 0:
-        p.error(f"--steps={args.steps} is invalid; allowed: >= 0")
-    if args.seed < 0:
-        p.error(f"--seed={args.seed} is invalid; allowed: >= 0")
+        cli.check_choice("--studies", s, STUDIES)
     for a in filter(None, args.arms.split(",")):
-        if a not in ALL_LOSSES:
-            p.error(f"--arms has {a!r}; allowed: {', '.join(ALL_LOSSES)}")
-    cli.check_workdir("--workdir", args.workdir)
-    return args
+        cli.check_choice("--arms", a, ALL_LOSSES)
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
-    t0 = time.perf_counter()
+def run(args) -> dict:
     log = lambda s: print(s, flush=True)  # noqa: E731
-    panels = [p for s in args.studies.split(",") for p in STUDIES[s]]
-    seeds = args.seeds
-    if args.quick:
-        panels = [(e, QUICK["arms"], (0.0, 1.0), None) for e in QUICK["envs"]]
-        seeds = QUICK["seeds"]
+    panels = (
+        QUICK_PANELS if args.quick else [p for s in args.studies.split(",") for p in STUDIES[s]]
+    )
     if args.arms:
         keep = args.arms.split(",")
         panels = [(e, tuple(a for a in arms if a in keep), n, w) for e, arms, n, w in panels]
     results, settings = {}, []
-    workdir_lock.acquire(args.workdir)  # one study per workdir
-    store = _arms.ArmStore(args.workdir, resume=args.resume, log=log)
+    store = arm_store.ArmStore(args.workdir, resume=args.resume, log=log)
     for env_name, arms, noises, width in panels:
         study_steps = WIDTH_STEPS if width is not None else STEPS.get(env_name, MINATAR_STEPS)
-        steps = args.steps or (QUICK["steps"] if args.quick else study_steps)
+        steps = args.steps or study_steps
         settings.append(
             {
                 "env": env_name,
                 "arms": list(arms),
                 "reward_noise": list(noises),
                 "width": width,
-                "seeds": seeds,
+                "seeds": args.seeds,
                 "env_steps": steps,
             }
         )
         results.update(
-            run_panel(env_name, arms, noises, width, seeds, steps, args.seed, log, store)
+            run_panel(env_name, arms, noises, width, args.seeds, steps, args.seed, log, store)
         )
-    meta = {
-        "settings": settings,
-        **machine.run_record("experiments/ablate_stop_regressing.py", argv, t0),
-    }
-    text = write_outputs(args.workdir, results, meta)
-    print(text)
-    return text
+    return {"results": results, "settings": settings}
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/ablate_stop_regressing", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=8, steps=0, resume=True,
+    quick={"seeds": 2, "steps": 6_000}, low={"seeds": 2, "steps": 0},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

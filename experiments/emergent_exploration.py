@@ -24,7 +24,7 @@ term of PPO is the only nudge, the same in every arm):
   sees the last pull only), means fixed, γ = 1.
 
 ``full`` and ``no credit`` are one grid (γ is an array leaf) of one compiled program; each arm
-trains ``--seeds`` seeds together (``experiments/_population.py``). Every trained policy is
+trains ``--seeds`` seeds together (``rljax.train.study_population``). Every trained policy is
 then run, sampling its actions as in training, on the same ``--eval-tasks`` new lifetimes with
 fixed means, beside Thompson sampling (Beta(1, 1), exact posterior sampling under this prior),
 UCB1, greedy with memory (the Beta(1, 1) posterior-mean argmax: the myopic Bayes policy) and
@@ -35,31 +35,29 @@ tasks, one value per seed; exploration measures: distinct arms tried in the life
 share of the last 5 pulls on the best arm (chance 1/K).
 
 Claims (95% stratified-bootstrap intervals over seeds, ``rljax.stats``; statuses by
-``experiments/_verdicts.py``):
+``rljax/train/verdicts.py``):
 
 1. ``exploration_emerges``: ``full`` explores: its regret is below uniform's (``vs_zero``) and
    matches or beats Thompson sampling's (``matches_or_beats``, margin 20% of Thompson's mean
-   regret); both parts combined by ``_verdicts.over_arms``.
+   regret); both parts combined by ``verdicts.over_arms``.
 2. ``structure_and_memory_needed``: ``no structure`` and ``no memory`` each have more regret
    than ``full`` (``vs_zero`` per ablation, ``over_arms``).
 3. ``credit_not_always_needed``: ``no credit`` still explores: its regret is below uniform's
    (``vs_zero``) and within the same margin of ``full``'s (``matches_or_beats``), ``over_arms``.
 
-The verdict is ``_verdicts.overall`` of the three. Writes results.md, results.json and
+The verdict is ``verdicts.overall`` of the three. Writes results.md, results.json and
 regret.png (cumulative regret over pulls, mean and 95% interval over seeds) to --workdir.
 Measured time and results: docs/emergent_exploration.md.
 """
 
 import sys
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 # --quick is compile-bound (a few updates): XLA's lower optimization level compiles it faster.
 xla_flags.set_flags(fast_compile="--quick" in sys.argv)
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -67,15 +65,13 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _population  # noqa: E402
-import _verdicts  # noqa: E402
-
 from rljax import bandits, envs, stats  # noqa: E402
 from rljax.agents import ppo, ppo_rnn  # noqa: E402
 from rljax.envs import meta_bandit  # noqa: E402
 from rljax.nets import actor_out  # noqa: E402
 from rljax.nets import recurrent as rnn  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 STRUCTURED, REDRAW = "MetaBandit-K5-v0", "MetaBandit-K5-Redraw-v0"
 AGENTS = ("full", "no credit", "no structure", "no memory")
@@ -198,8 +194,8 @@ def claims(regret: dict) -> dict:
     def part(c, rule):
         return {**c, "status": rule(c["diff_ci"])}
 
-    beats = functools.partial(_verdicts.vs_zero, higher_is_claimed=True)
-    matches = functools.partial(_verdicts.matches_or_beats, margin=margin)
+    beats = functools.partial(verdicts.vs_zero, higher_is_claimed=True)
+    matches = functools.partial(verdicts.matches_or_beats, margin=margin)
     parts = {
         "exploration_emerges": {
             "uniform - full": part(cmp("uniform", "full"), beats),
@@ -215,7 +211,7 @@ def claims(regret: dict) -> dict:
         },
     }
     return {
-        name: {"status": _verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
+        name: {"status": verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
                "margin": margin}
         for name, ps in parts.items()
     }  # fmt: skip
@@ -272,19 +268,19 @@ def evaluate(trained: dict, args) -> tuple[dict, dict, np.ndarray]:
     return regret, actions, np.asarray(means)
 
 
-def write_outputs(regret, actions, means, trained, args, meta) -> str:
-    os.makedirs(args.workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    regret, actions, means, trained = (out[k] for k in ("regret", "actions", "means", "trained"))
+    meta = {"settings": out["settings"], **record}
     names = (*AGENTS, *BASELINES)
     total = {n: regret[n].sum(-1).mean(-1) for n in names}  # [S]
     cl = claims(total)
-    verdict = _verdicts.overall(cl)
-    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    n_boot = study.resamples(args)
     arms = {n: stats.summarize(total[n], num_resamples=n_boot) for n in names}
     explore = {n: exploration(actions[n], means) for n in names}
     explore_s = {n: {k: stats.summarize(v, num_resamples=n_boot) for k, v in e.items()}
                  for n, e in explore.items()}  # fmt: skip
     inv = invariants(trained)
-    iv = lambda c: f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"  # noqa: E731
+    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
     reason = "; ".join(
         f"{k}: {c['status']} (" + ", ".join(f"{p} {iv(d)}" for p, d in c["per_arm"].items()) + ")"
         for k, c in cl.items()
@@ -325,14 +321,11 @@ def write_outputs(regret, actions, means, trained, args, meta) -> str:
         f"{meta_bandit.HORIZON * 5 / 6:.2f} in expectation): "
         + ", ".join(f"{a} {np.mean(trained['curves'][a], 0)[-1]:.2f}" for a in AGENTS)
         + ".",
-        "Verdict rule: `_verdicts.overall` of the three claims, each `_verdicts.over_arms` of "
+        "Verdict rule: `verdicts.overall` of the three claims, each `verdicts.over_arms` of "
         "its parts (`vs_zero`, `matches_or_beats`).",
-        f"Settings: {json.dumps(meta['settings'])}.",
-        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}); {meta['machine']}; "
-        f"command: `{meta['command']}`.",
+        *study.record_lines(meta["settings"], record),
     ]
-    text = stats.write_results(
-        args.workdir,
+    return study.Report(
         title="Emergent exploration (#214): reward-only meta-RL on bandit lifetimes",
         claim=(
             "an agent trained only to maximise reward explores when the environment has "
@@ -340,7 +333,7 @@ def write_outputs(regret, actions, means, trained, args, meta) -> str:
             "horizon; removing structure or memory removes the exploration, removing "
             "long-horizon credit does not always"
         ),
-        verdict=verdict,
+        claims=cl,
         reason=reason,
         arms=arms,
         metric="lifetime regret",
@@ -356,44 +349,42 @@ def write_outputs(regret, actions, means, trained, args, meta) -> str:
         notes=notes,
         digits=2,
     )
-    x = np.arange(1, meta_bandit.HORIZON + 1)
-    stats.plot_bands(x, {n: np.cumsum(regret[n].mean(1), -1) for n in names},
+
+
+def plot(args, out: dict, _) -> None:
+    regret, x = out["regret"], np.arange(1, meta_bandit.HORIZON + 1)
+    stats.plot_bands(x, {n: np.cumsum(regret[n].mean(1), -1) for n in (*AGENTS, *BASELINES)},
                      os.path.join(args.workdir, "regret.png"),
                      title="Bernoulli lifetimes (K=5, H=20): cumulative regret (mean, 95% CI)",
                      xlabel="pull", ylabel="cumulative regret")  # fmt: skip
-    return text
 
 
-def parse_args(argv=None):
-    per_update = ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1))
-    return _population.meta_rl_args(
-        argv, __doc__, "runs/emergent_exploration", DEFAULTS, QUICK, per_update
-    )
-
-
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
+def check(args) -> None:
     for module, _, _ in PROGRAMS:  # every static config is checked before anything compiles
         module.validate(agent_config(module, max(1, args.steps // 1280)))
+
+
+def run(args) -> dict:
     t0 = time.perf_counter()
     trained = train_all(args)
     regret, actions, means = evaluate(trained, args)
     print(f"evaluated: {time.perf_counter() - t0:.0f} s; lifetime regret "
           + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in regret.items()),
           flush=True)  # fmt: skip
-    from rljax import machine
-
     settings = {k: getattr(args, k) for k in ("seeds", "steps", "eval_tasks", "seed")}
     settings.update(hparams=HPARAMS, arms=4, horizon=meta_bandit.HORIZON)
-    meta = {
-        "settings": settings,
-        **machine.run_record("experiments/emergent_exploration.py", argv, t0),
-    }  # fmt: skip
-    text = write_outputs(regret, actions, means, trained, args, meta)
-    print(text)
-    return text
+    return {"trained": trained, "regret": regret, "actions": actions, "means": means,
+            "settings": settings}  # fmt: skip
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/emergent_exploration", run=run, report=report,
+    plot=plot, check=check, seeds=0, steps=0, defaults=DEFAULTS, quick=QUICK,
+    flags=lambda p: p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes"),
+    low={"seeds": 3, "steps": ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1)),
+         "eval-tasks": 1},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

@@ -29,7 +29,7 @@ entropy term is the only nudge, the same in every arm):
   back), goal fixed, γ = 1.
 
 ``full`` and ``no credit`` are one grid (γ is an array leaf) of one compiled program; each arm
-trains ``--seeds`` seeds together (``experiments/_population.py``). Every trained policy then
+trains ``--seeds`` seeds together (``rljax.train.study_population``). Every trained policy then
 lives the same ``--eval-tasks`` new fixed-goal lifetimes, sampling its actions as in training,
 beside three references on the same lifetimes with each seed's own randomness: a random walk,
 the exploring reference ``sweep`` (the boustrophedon through the cells not yet visited in the
@@ -43,29 +43,28 @@ exploration gain is the mean return of episodes 2..E minus that of episode 1 (> 
 first episodes found is used later).
 
 Claims (95% stratified-bootstrap intervals over seeds, ``rljax.stats``; statuses by
-``experiments/_verdicts.py``):
+``rljax/train/verdicts.py``):
 
 1. ``exploration_emerges``: ``full`` explores and exploits what it found: its exploration gain
    is above 0 and its lifetime return above the random walk's (``vs_zero`` each,
-   ``_verdicts.over_arms``).
+   ``verdicts.over_arms``).
 2. ``structure_and_memory_needed``: ``no structure`` and ``no memory`` each have a lower
    lifetime return than ``full`` (``vs_zero`` per ablation, ``over_arms``).
 3. ``credit_not_always_needed``: ``no credit`` still explores: its lifetime return is above the
    random walk's (``vs_zero``) and within a margin of ``full``'s (``matches_or_beats``, margin
    10% of the sweep's lifetime return), ``over_arms``.
 
-The verdict is ``_verdicts.overall`` of the three. Writes results.md, results.json and
+The verdict is ``verdicts.overall`` of the three. Writes results.md, results.json and
 return_per_episode.png (return per episode index, mean and 95% interval over seeds) to --workdir.
 Measured time and results: docs/emergent_exploration.md ("Gridworlds").
 """
 
 import sys
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 # --quick is compile-bound (a few updates): XLA's lower optimization level compiles it faster.
 xla_flags.set_flags(fast_compile="--quick" in sys.argv)
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
 import json  # noqa: E402
@@ -76,14 +75,12 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _population  # noqa: E402
-import _verdicts  # noqa: E402
-
 from rljax import envs, stats  # noqa: E402
 from rljax.agents import ppo, ppo_rnn  # noqa: E402
 from rljax.envs import meta_grid  # noqa: E402
 from rljax.nets import recurrent as rnn  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 STRUCTURED, REDRAW = "MetaGrid-4x4-v0", "MetaGrid-4x4-Redraw-v0"
 SIDE, EPISODES, LENGTH, _ = meta_grid.NAMES[STRUCTURED]
@@ -232,8 +229,8 @@ def claims(per_episode: dict) -> dict:
     gain = gains(per_episode["full"])
     gain_summary = stats.summarize(gain)
     gain_part = {"diff": gain_summary["mean"], "diff_ci": gain_summary["mean_ci"]}
-    beats = functools.partial(_verdicts.vs_zero, higher_is_claimed=True)
-    matches = functools.partial(_verdicts.matches_or_beats, margin=margin)
+    beats = functools.partial(verdicts.vs_zero, higher_is_claimed=True)
+    matches = functools.partial(verdicts.matches_or_beats, margin=margin)
     parts = {
         "exploration_emerges": {
             "full: later - first episode": part(gain_part, beats),
@@ -249,7 +246,7 @@ def claims(per_episode: dict) -> dict:
         },
     }
     return {
-        name: {"status": _verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
+        name: {"status": verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
                "margin": margin}
         for name, ps in parts.items()
     }  # fmt: skip
@@ -322,13 +319,14 @@ def oracle_check(ret: dict, moves: dict, goals: np.ndarray) -> dict:
             "oracle_moves_minus_shortest": float(extra_moves.max())}  # fmt: skip
 
 
-def write_outputs(ret, cells, moves, goals, trained, args, meta) -> str:
-    os.makedirs(args.workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    ret, cells, moves, goals, trained = (out[k] for k in ("ret", "cells", "moves", "goals",
+                                                         "trained"))  # fmt: skip
+    meta = {"settings": out["settings"], **record, "cpu_seconds": out["cpu_seconds"]}
     names = (*AGENTS, *BASELINES)
     per_episode = {n: ret[n].mean(1) for n in names}  # [S, E]
     cl = claims(per_episode)
-    verdict = _verdicts.overall(cl)
-    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    n_boot = study.resamples(args)
     arms = {n: stats.summarize(per_episode[n].sum(-1), num_resamples=n_boot) for n in names}
     first = {n: stats.summarize(per_episode[n][:, 0], num_resamples=n_boot) for n in names}
     later = {n: stats.summarize(per_episode[n][:, 1:].mean(-1), num_resamples=n_boot)
@@ -336,7 +334,7 @@ def write_outputs(ret, cells, moves, goals, trained, args, meta) -> str:
     gain = {n: stats.summarize(gains(per_episode[n]), num_resamples=n_boot) for n in names}
     explored = {n: stats.summarize(cells[n].mean(-1), num_resamples=n_boot) for n in names}
     inv = {**invariants(trained), **oracle_check(ret, moves, goals)}
-    iv = lambda c: f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"  # noqa: E731
+    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
     reason = "; ".join(
         f"{k}: {c['status']} (" + ", ".join(f"{p} {iv(d)}" for p, d in c["per_arm"].items()) + ")"
         for k, c in cl.items()
@@ -380,14 +378,13 @@ def write_outputs(ret, cells, moves, goals, trained, args, meta) -> str:
         "Training (lifetime return, mean over seeds, last tenth of updates): "
         + ", ".join(f"{a} {v:.2f}" for a, v in inv["training_last_tenth"].items())
         + ".",
-        "Verdict rule: `_verdicts.overall` of the three claims, each `_verdicts.over_arms` of "
+        "Verdict rule: `verdicts.overall` of the three claims, each `verdicts.over_arms` of "
         "its parts (`vs_zero`, `matches_or_beats`).",
         f"Settings: {json.dumps(meta['settings'])}.",
         f"Wall time: {meta['seconds']:.0f} s, CPU time {meta['cpu_seconds']:.0f} s "
         f"({meta['load']}); {meta['machine']}; command: `{meta['command']}`.",
     ]
-    text = stats.write_results(
-        args.workdir,
+    return study.Report(
         title="Emergent exploration (#214): reward-only meta-RL on gridworld lifetimes",
         claim=(
             "an agent trained only to maximise reward explores when the environment has "
@@ -395,7 +392,7 @@ def write_outputs(ret, cells, moves, goals, trained, args, meta) -> str:
             "horizon; removing structure or memory removes the exploration, removing "
             "long-horizon credit does not always"
         ),
-        verdict=verdict,
+        claims=cl,
         reason=reason,
         arms=arms,
         metric="lifetime return",
@@ -414,46 +411,44 @@ def write_outputs(ret, cells, moves, goals, trained, args, meta) -> str:
         notes=notes,
         digits=2,
     )
+
+
+def plot(args, out: dict, _) -> None:
+    per_episode = {n: out["ret"][n].mean(1) for n in (*AGENTS, *BASELINES)}  # [S, E]
     stats.plot_bands(np.arange(1, EPISODES + 1), per_episode,
                      os.path.join(args.workdir, "return_per_episode.png"),
                      title=f"{SIDE}x{SIDE} grid, {EPISODES} episodes of <= {LENGTH} moves: "
                            "return per episode (mean, 95% CI)",
                      xlabel="episode of the lifetime", ylabel="return (goal reached)")  # fmt: skip
-    return text
 
 
-def parse_args(argv=None):
-    per_update = ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1))
-    return _population.meta_rl_args(
-        argv, __doc__, "runs/emergent_exploration_grid", DEFAULTS, QUICK, per_update
-    )
-
-
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
+def check(args) -> None:
     for module, _, _ in PROGRAMS:  # every static config is checked before anything compiles
         module.validate(agent_config(module, max(1, args.steps // 2048)))
+
+
+def run(args) -> dict:
     t0, cpu0 = time.perf_counter(), time.process_time()
     trained = train_all(args)
     ret, cells, moves, goals = evaluate(trained, args)
     print(f"evaluated: {time.perf_counter() - t0:.0f} s; lifetime return "
           + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in ret.items()),
           flush=True)  # fmt: skip
-    from rljax import machine
-
     settings = {k: getattr(args, k) for k in ("seeds", "steps", "eval_tasks", "seed")}
     settings.update(hparams=HPARAMS, credit_gamma=CREDIT_GAMMA, arms=4, side=SIDE,
                     episodes=EPISODES, length=LENGTH)  # fmt: skip
-    meta = {
-        "settings": settings,
-        **machine.run_record("experiments/emergent_exploration_grid.py", argv, t0),
-        "cpu_seconds": time.process_time() - cpu0,
-    }  # fmt: skip
-    text = write_outputs(ret, cells, moves, goals, trained, args, meta)
-    print(text)
-    return text
+    return {"trained": trained, "ret": ret, "cells": cells, "moves": moves, "goals": goals,
+            "settings": settings, "cpu_seconds": time.process_time() - cpu0}  # fmt: skip
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/emergent_exploration_grid", run=run,
+    report=report, plot=plot, check=check, seeds=0, steps=0, defaults=DEFAULTS, quick=QUICK,
+    flags=lambda p: p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes"),
+    low={"seeds": 3, "steps": ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1)),
+         "eval-tasks": 1},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

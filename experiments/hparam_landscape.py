@@ -44,30 +44,22 @@ in docs/value_based.md. ``--quick``: 33 s at load ~7 (2-core CPU, 2026-11-23).
 
 import sys
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 # One XLA thread: on the loaded 2-core machine a PPO program with XLA's default pool hung after
 # compiling (experiments/ablate_effective_horizon.py); small programs gain little from the pool.
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import _arms  # noqa: E402
-import _population  # noqa: E402
-import _verdicts  # noqa: E402
-
-from configs import ppo as ppo_configs  # noqa: E402
-from rljax import machine, stats  # noqa: E402
+from rljax import cli, stats  # noqa: E402
 from rljax.agents import learner, ppo  # noqa: E402
-from rljax.io import workdir_lock  # noqa: E402
+from rljax.train import arm_store, study  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 # name -> (low, high, transform): value = transform(log-uniform draw in [low, high])
 SPACE = {
@@ -86,7 +78,6 @@ DEFAULT_ENVS = "CartPole-v1,Acrobot-v1"
 # on one core at 200k steps; 4 x 8 does a tenth of the SGD steps.
 STATIC = {"Pendulum-v1": {"num_epochs": 4, "num_minibatches": 8}}
 SH_POOL, SH_RUNGS, RS_SLICE = 64, (8, 4, 2, 1), slice(64, 84)
-QUICK = {"configs": 24, "seeds": 3, "test_seeds": 3, "steps": 8_192}
 
 
 def sample_configs(n: int, base: dict, seed: int) -> list[dict]:
@@ -167,7 +158,7 @@ def spearman_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
 
 
 def run_env(name, n_configs, seeds, test_seeds, steps, seed, log) -> dict:
-    c = ppo_configs.get_config(name)
+    c = study.config(__file__, "ppo", name)
     cfg = learner.config_from_dict(ppo.Config, "ppo", {**c.ppo.to_dict(), **STATIC.get(name, {})})
     base = {k: float(v) for k, v in c.hparams.items()}
     pool = sample_configs(n_configs, base, seed)
@@ -255,8 +246,8 @@ def claims_for(name, r) -> dict:
     return out
 
 
-def write_outputs(workdir, results, meta) -> str:
-    os.makedirs(workdir, exist_ok=True)
+def report(args, results: dict, record: dict) -> study.Report:
+    meta = {"seeds": args.seeds, "test_seeds": args.test_seeds, "steps": _steps(args), **record}
     arms, claims, notes = {}, {}, []
     for name, r in results.items():
         labels = {}
@@ -292,32 +283,17 @@ def write_outputs(workdir, results, meta) -> str:
             ),
             "",
         ]
-    notes += ["**Claims checked** (status, estimate, 95% interval):", ""]
-    notes += [
-        f"* {k}: **{s}**, {e:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}]" for k, (s, e, ci) in claims.items()
-    ]
+    notes += study.checked_claims(claims, 2)
     notes += ["", f"Wall time {meta['seconds']:.0f} s ({meta['load']}); steps {meta['steps']}."]
-    statuses = [s for s, _, _ in claims.values()]
-    held = [k for k, (s, _, _) in claims.items() if s == "holds"]
-    failed = [k for k, (s, _, _) in claims.items() if s == "fails"]
-    verdict = _verdicts.overall(statuses)
-    reason = (
-        f"{len(held)} of {len(claims)} checked claims hold, {len(failed)} fail, the rest "
-        "are ties"
-        + (f"; holds: {'; '.join(held)}" if held else "")
-        + (f"; fails: {'; '.join(failed)}" if failed else "")
-        + "."
-    )
-    text = stats.write_results(
-        workdir,
+    return study.Report(
         title="Hyperparameter landscape and tuning-seed overfitting (#80, ablation 14)",
         claim=(
             "the landscape depends strongly on the tuning seeds (a config tuned on them "
             "overfits), most hyperparameters matter, and HPO beats grid search at equal "
             "budget"
         ),
-        verdict=verdict,
-        reason=reason,
+        claims=claims,
+        reason=study.tally(claims),
         arms=arms,
         metric="return (training episodes, last 10%)",
         extra={
@@ -342,11 +318,9 @@ def write_outputs(workdir, results, meta) -> str:
         notes=notes,
         digits=1,
     )
-    _plot(workdir, results)
-    return text
 
 
-def _plot(workdir, results):
+def plot(args, results: dict, _) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -369,48 +343,30 @@ def _plot(workdir, results):
         axes[-1].set_ylabel("score, tuning seeds B")
         axes[-1].set_title(f"ρ = {r['seed_split_rho']['rho']:.2f}", fontsize=8)
         fig.tight_layout()
-        fig.savefig(os.path.join(workdir, f"landscape_{name}.png"), dpi=100)
+        fig.savefig(os.path.join(args.workdir, f"landscape_{name}.png"), dpi=100)
         plt.close(fig)
 
 
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+def add_flags(p) -> None:
     p.add_argument("--envs", default=DEFAULT_ENVS)
     p.add_argument("--configs", type=int, default=128)
-    p.add_argument("--seeds", type=int, default=5, help="tuning seeds")
     p.add_argument("--test_seeds", type=int, default=10)
-    p.add_argument("--steps", type=int, default=0, help="env steps per agent (0: per env)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--workdir", default="runs/hparam_landscape")
-    p.add_argument("--resume", action="store_true", help="reuse environments a killed run ended")
-    args = p.parse_args(argv)
+
+
+def check(args) -> None:
     for e in args.envs.split(","):
-        if e not in STEPS:
-            p.error(f"--envs has {e!r}; allowed: {', '.join(STEPS)}")
-    if args.configs < 8:
-        p.error(f"--configs={args.configs} is invalid; allowed: >= 8")
-    if args.seeds < 2 or args.test_seeds < 2:
-        p.error("--seeds and --test_seeds must be >= 2")
-    cli.check_workdir("--workdir", args.workdir)  # before anything trains
-    return args
+        cli.check_choice("--envs", e, STEPS)
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
-    t0 = time.perf_counter()
+def _steps(args) -> dict:
+    return {e: args.steps or STEPS[e] for e in args.envs.split(",")}
+
+
+def run(args) -> dict:
     log = lambda s: print(s, flush=True)  # noqa: E731
-    if args.quick:
-        envs_ = ["CartPole-v1"]
-        n, seeds, test_seeds = QUICK["configs"], QUICK["seeds"], QUICK["test_seeds"]
-    else:
-        envs_ = args.envs.split(",")
-        n, seeds, test_seeds = args.configs, args.seeds, args.test_seeds
-    workdir_lock.acquire(args.workdir)  # one study per workdir
-    steps = {e: args.steps or (QUICK["steps"] if args.quick else STEPS[e]) for e in envs_}
-    results = {  # each environment is kept as it finishes; --resume reuses it
-        e: _arms.cached(
+    n, seeds, test_seeds, steps = args.configs, args.seeds, args.test_seeds, _steps(args)
+    return {  # each environment is kept as it finishes; --resume reuses it
+        e: arm_store.cached(
             args.workdir,
             f"env_{e}",
             {
@@ -424,18 +380,17 @@ def main(argv=None) -> str:
             resume=args.resume,
             log=log,
         )  # fmt: skip
-        for e in envs_
+        for e in args.envs.split(",")
     }
-    meta = {
-        "seeds": seeds,
-        "test_seeds": test_seeds,
-        "steps": steps,
-        **machine.run_record("experiments/hparam_landscape.py", argv, t0),
-    }
-    text = write_outputs(args.workdir, results, meta)
-    print(text)
-    return text
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/hparam_landscape", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=5, steps=0, resume=True,
+    quick={"envs": "CartPole-v1", "configs": 24, "seeds": 3, "test_seeds": 3, "steps": 8_192},
+    low={"configs": 8, "seeds": 2, "test_seeds": 2},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -29,9 +29,9 @@ DPT is also run on tasks with pretraining goals (in-distribution reference).
 
 Claims (``claims``), on held-out goals, per seed the mean over tasks: DPT's return rises from
 the first to the last online episode (last − first > 0); DPT's last-episode return beats the
-random policy's (DPT − uniform > 0). Statuses by ``experiments/_verdicts.py`` (``vs_zero`` on
+random policy's (DPT − uniform > 0). Statuses by ``rljax/train/verdicts.py`` (``vs_zero`` on
 95% stratified-bootstrap intervals over seeds, ``rljax.stats``); the verdict is
-``_verdicts.overall`` of the two. DPT's last-episode return as a share of the oracle's and its
+``verdicts.overall`` of the two. DPT's last-episode return as a share of the oracle's and its
 gap to the sweep are reported, not claimed.
 
 Not covered here: the paper's 10 x 10 room and its horizon of 100 (CPU budget), its offline
@@ -44,26 +44,21 @@ with other jobs at a load average of about 6): the default took 483 s wall (seed
 489 s (seeds 1000-1002). Results and their reading: docs/stitching_and_in_context_rl.md.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _verdicts  # noqa: E402
-
-from rljax import darkroom, stats  # noqa: E402
+from rljax import cli, darkroom, stats  # noqa: E402
 from rljax.agents import dpt_darkroom  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 REFERENCES = ("oracle", "sweep", "uniform")
 DEFAULTS = {"seeds": 3, "updates": 1200, "eval_tasks": 200, "evals": 4, "side": 5, "episodes": 4}
@@ -123,11 +118,11 @@ def claims(returns: dict) -> dict:
     return {
         "dpt_improves_online": {
             "diff": rise["mean"], "diff_ci": rise["mean_ci"],
-            "status": _verdicts.vs_zero(rise["mean_ci"]),
+            "status": verdicts.vs_zero(rise["mean_ci"]),
         },
         "dpt_beats_random": {
             "diff": vs_rand["mean"], "diff_ci": vs_rand["mean_ci"],
-            "status": _verdicts.vs_zero(vs_rand["mean_ci"]),
+            "status": verdicts.vs_zero(vs_rand["mean_ci"]),
         },
     }  # fmt: skip
 
@@ -159,11 +154,13 @@ def invariants(config, train_goals, heldout, key, num: int = 1024) -> dict:
     }
 
 
-def write_outputs(config, returns, train_returns, curve, args, meta) -> str:
-    os.makedirs(args.workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    config, returns, train_returns, curve = (
+        out[k] for k in ("config", "returns", "train", "curve")
+    )
+    meta = {k: out[k] for k in ("settings", "heldout_goals", "invariants")} | record
     cl = claims(returns)
-    verdict = _verdicts.overall(cl)
-    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    n_boot = study.resamples(args)
     per_ep = {k: v.mean(1) for k, v in returns.items()}  # [S, K]
     per_ep["dpt (pretraining goals)"] = train_returns["dpt"].mean(1)
     arms = {"dpt": per_ep["dpt"][:, -1], "dpt, episode 1": per_ep["dpt"][:, 0],
@@ -173,7 +170,7 @@ def write_outputs(config, returns, train_returns, curve, args, meta) -> str:
     share = stats.summarize(per_ep["dpt"][:, -1] / per_ep["oracle"][:, -1], num_resamples=n_boot)
     vs_sweep = stats.summarize(per_ep["dpt"][:, -1] - per_ep["sweep"][:, -1],
                                num_resamples=n_boot)  # fmt: skip
-    iv = lambda c: f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"  # noqa: E731
+    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
     reason = "; ".join(f"{k}: {c['status']} ({iv(c)})" for k, c in cl.items())
     k, h = args.episodes, config.horizon
     inv = meta["invariants"]
@@ -208,20 +205,17 @@ def write_outputs(config, returns, train_returns, curve, args, meta) -> str:
         f"pretraining tasks; labels that are shortest-path actions: "
         f"{inv['labels_optimal_share']:.3f}; context cells and actions equal for two goals "
         f"under one key: {inv['context_independent_of_goal']}.",
-        "Verdict rule: `_verdicts.overall` of the two claims (each `vs_zero`).",
-        f"Settings: {json.dumps(meta['settings'])}.",
-        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}); {meta['machine']}; "
-        f"command: `{meta['command']}`.",
+        "Verdict rule: `verdicts.overall` of the two claims (each `vs_zero`).",
+        *study.record_lines(meta["settings"], record),
     ]
-    text = stats.write_results(
-        args.workdir,
+    return study.Report(
         title="In-context RL in the dark room (#227 DPT): held-out goals, online episodes",
         claim=(
             "a transformer pretrained to predict the optimal action from in-context data, "
             "deployed online on goals unseen in pretraining, finds the goal from its own "
             "episodes: its return rises over a few episodes"
         ),
-        verdict=verdict,
+        claims=cl,
         reason=reason,
         arms=arms,
         metric=f"return of episode {k}",
@@ -236,16 +230,19 @@ def write_outputs(config, returns, train_returns, curve, args, meta) -> str:
         notes=notes,
         digits=2,
     )
+
+
+def plot(args, out: dict, report: study.Report) -> None:
+    config, k = out["config"], args.episodes
+    per_ep = {n: out["returns"][n].mean(1) for n in out["returns"]}
+    per_ep["dpt (pretraining goals)"] = out["train"]["dpt"].mean(1)
     stats.plot_bands(np.arange(1, k + 1), per_ep, os.path.join(args.workdir, "returns.png"),
                      title=f"Dark room {config.side}x{config.side}, held-out goals: return per "
                      "online episode (mean, 95% CI)", xlabel="online episode",
                      ylabel="return")  # fmt: skip
-    return text
 
 
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
+def add_flags(p) -> None:
     p.add_argument("--updates", type=int, default=0, help="pretraining updates per model")
     p.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks per seed")
     p.add_argument("--evals", type=int, default=0, help="pretraining chunks (progress lines)")
@@ -254,35 +251,20 @@ def parse_args(argv=None):
     p.add_argument("--episodes", type=int, default=0, help="online episodes per task (0: 4)")
     p.add_argument("--context-episodes", type=int, default=2, help="episodes per dataset")
     p.add_argument("--heldout", type=int, default=5, help="held-out goals per seed")
-    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
-    p.add_argument("--workdir", default="runs/in_context_darkroom")
-    args = p.parse_args(argv)
-    for k, v in (QUICK if args.quick else DEFAULTS).items():
-        if getattr(args, k) == 0:
-            setattr(args, k, v)
-    try:
-        cli.check_int("--side", args.side, low=2, high=12)
-        if args.horizon == 0:
-            args.horizon = args.side**2
-        cli.check_int("--seeds", args.seeds, low=3)
-        cli.check_int("--evals", args.evals, low=1)
-        cli.check_int("--updates", args.updates, low=args.evals)
-        cli.check_int("--eval-tasks", args.eval_tasks, low=1)
-        cli.check_int("--horizon", args.horizon, low=2 * (args.side - 1), high=400)
-        cli.check_int("--episodes", args.episodes, low=2, high=20)
-        cli.check_int("--context-episodes", args.context_episodes, low=1, high=args.episodes)
-        cli.check_int("--heldout", args.heldout, low=1, high=args.side**2 - 1)
-        cli.check_int("--seed", args.seed, low=0)
-        cli.check_workdir("--workdir", args.workdir)
-    except cli.ConfigError as e:
-        p.error(str(e))
-    return args
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
+def check(args) -> None:
+    cli.check_int("--side", args.side, low=2, high=12)
+    if args.horizon == 0:
+        args.horizon = args.side**2
+    cli.check_int("--updates", args.updates, low=args.evals)
+    cli.check_int("--horizon", args.horizon, low=2 * (args.side - 1), high=400)
+    cli.check_int("--episodes", args.episodes, low=2, high=20)
+    cli.check_int("--context-episodes", args.context_episodes, low=1, high=args.episodes)
+    cli.check_int("--heldout", args.heldout, low=1, high=args.side**2 - 1)
+
+
+def run(args) -> dict:
     t0 = time.perf_counter()
     config = dpt_darkroom.Config(side=args.side, horizon=args.horizon,
                                  context_episodes=args.context_episodes)  # fmt: skip
@@ -292,10 +274,10 @@ def main(argv=None) -> str:
     train_goals, heldout = goal_splits(config, seeds, args.heldout)
     state = jax.jit(jax.vmap(lambda k: dpt_darkroom.init(config, k)))(keys)
     chunk = args.updates // args.evals
-    run = jax.jit(jax.vmap(lambda g, s: dpt_darkroom.train_chunk(config, g, s, chunk)))
+    train = jax.jit(jax.vmap(lambda g, s: dpt_darkroom.train_chunk(config, g, s, chunk)))
     curve = []
     for c in range(args.evals):
-        state, metrics = run(train_goals, state)
+        state, metrics = train(train_goals, state)
         curve.append(float(np.mean(metrics["accuracy/last"])))
         print(f"chunk {c + 1}/{args.evals}: action accuracy {curve[-1]:.2f}, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
@@ -307,21 +289,22 @@ def main(argv=None) -> str:
     print(f"evaluated: {time.perf_counter() - t0:.0f} s; last-episode return "
           + ", ".join(f"{k} {v[..., -1].mean():.2f}" for k, v in returns.items()),
           flush=True)  # fmt: skip
-    from rljax import machine
-
     settings = {k: getattr(args, k) for k in ("seeds", "updates", "eval_tasks", "evals", "side",
                 "horizon", "episodes", "context_episodes", "heldout", "seed")}  # fmt: skip
     settings["dpt"] = dict(vars(config))
-    meta = {
-        "settings": settings,
-        "heldout_goals": np.asarray(heldout).tolist(),
+    return {
+        "config": config, "returns": returns, "train": train_returns, "curve": curve,
+        "settings": settings, "heldout_goals": np.asarray(heldout).tolist(),
         "invariants": invariants(config, train_goals, heldout, jax.random.PRNGKey(args.seed + 7)),
-        **machine.run_record("experiments/in_context_darkroom.py", argv, t0),
     }  # fmt: skip
-    text = write_outputs(config, returns, train_returns, curve, args, meta)
-    print(text)
-    return text
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/in_context_darkroom", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    low={"seeds": 3, "evals": 1, "eval-tasks": 1},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

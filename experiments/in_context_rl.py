@@ -23,8 +23,8 @@ uniform arms, each with the seed's own randomness on the same tasks; pseudo-regr
 Claims (``claims``): DPT's online regret matches Thompson sampling's (Thompson − DPT regret, a
 non-inferiority rule with margin ``MARGIN`` = 20% of Thompson's mean regret); DPT learns in
 context (its per-pull regret over the first 10% of pulls minus that over the last 10% is > 0).
-Statuses by ``experiments/_verdicts.py`` (``matches_or_beats``, ``vs_zero``); the verdict is
-``_verdicts.overall`` of the two. UCB1 and uniform are reported as references.
+Statuses by ``rljax/train/verdicts.py`` (``matches_or_beats``, ``vs_zero``); the verdict is
+``verdicts.overall`` of the two. UCB1 and uniform are reported as references.
 
 Not covered here: the paper's offline (fixed-dataset) setting and #214's meta-RL ablations
 (structure, memory, credit assignment); its dark room is experiments/in_context_darkroom.py.
@@ -35,26 +35,21 @@ at a load average of 20-23): the default took 502 s wall (seeds 0-2). Results an
 reading: docs/stitching_and_in_context_rl.md.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import functools  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _verdicts  # noqa: E402
-
-from rljax import bandits, stats  # noqa: E402
+from rljax import bandits, cli, stats  # noqa: E402
 from rljax.agents import dpt  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 BASELINES = ("thompson", "ucb1", "uniform")
 MARGIN_SHARE = 0.2  # DPT "matches" Thompson: regret at most 20% of Thompson's above it
@@ -107,11 +102,11 @@ def claims(regret: dict, horizon: int) -> dict:
     return {
         "dpt_matches_thompson": {
             **vs_ts, "margin": margin,
-            "status": _verdicts.matches_or_beats(vs_ts["diff_ci"], margin=margin),
+            "status": verdicts.matches_or_beats(vs_ts["diff_ci"], margin=margin),
         },
         "dpt_learns_in_context": {
             "diff": fall_s["mean"], "diff_ci": fall_s["mean_ci"], "edge_pulls": edge,
-            "status": _verdicts.vs_zero(fall_s["mean_ci"]),
+            "status": verdicts.vs_zero(fall_s["mean_ci"]),
         },
     }  # fmt: skip
 
@@ -125,14 +120,14 @@ def label_leak(config: dpt.Config, key: jax.Array, num: int = 4096) -> float:
     return float(jnp.mean(jnp.argmax(pulls, -1) == best))
 
 
-def write_outputs(config, regret, train_curve, args, meta) -> str:
-    os.makedirs(args.workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    config, regret, train_curve = out["config"], out["regret"], out["curve"]
+    meta = {"settings": out["settings"], "label_leak": out["label_leak"], **record}
     cl = claims(regret, config.horizon)
-    verdict = _verdicts.overall(cl)
-    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    n_boot = study.resamples(args)
     names = ("dpt", *BASELINES)
     arms = {n: stats.summarize(regret[n].sum(-1).mean(-1), num_resamples=n_boot) for n in names}
-    iv = lambda c: f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"  # noqa: E731
+    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
     reason = "; ".join(f"{k}: {c['status']} ({iv(c)})" for k, c in cl.items())
     notes = [
         f"Metric: cumulative pseudo-regret Σ_t (μ* − μ_a_t) over {config.horizon} pulls, mean "
@@ -151,21 +146,18 @@ def write_outputs(config, regret, train_curve, args, meta) -> str:
         f"{', '.join(f'{v:.2f}' for v in train_curve)}. Label leak check: the most-pulled arm "
         f"of a pretraining dataset is its label in {meta['label_leak']:.3f} of 4096 datasets "
         f"(chance {1 / config.num_arms:.3f}).",
-        f"Verdict rule: `_verdicts.overall` of the two claims (`matches_or_beats` with margin "
+        f"Verdict rule: `verdicts.overall` of the two claims (`matches_or_beats` with margin "
         f"{MARGIN_SHARE:.0%} of Thompson's mean regret; `vs_zero`).",
-        f"Settings: {json.dumps(meta['settings'])}.",
-        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}); {meta['machine']}; "
-        f"command: `{meta['command']}`.",
+        *study.record_lines(meta["settings"], record),
     ]
-    text = stats.write_results(
-        args.workdir,
+    return study.Report(
         title="In-context RL (#227 DPT): pretrained best-arm predictor vs Thompson sampling",
         claim=(
             "a transformer pretrained to predict the optimal action from in-context data, "
             "deployed online, explores like posterior sampling: its bandit regret is close to "
             "Thompson sampling's"
         ),
-        verdict=verdict,
+        claims=cl,
         reason=reason,
         arms=arms,
         metric="cumulative regret",
@@ -178,46 +170,32 @@ def write_outputs(config, regret, train_curve, args, meta) -> str:
         notes=notes,
         digits=2,
     )
+
+
+def plot(args, out: dict, _) -> None:
+    config, regret, names = out["config"], out["regret"], ("dpt", *BASELINES)
     x = np.arange(1, config.horizon + 1)
     stats.plot_bands(x, {n: np.cumsum(regret[n].mean(1), -1) for n in names},
                      os.path.join(args.workdir, "regret.png"),
                      title=f"Bernoulli bandits, K={config.num_arms}: cumulative regret "
                      "(mean, 95% CI)", xlabel="pull", ylabel="cumulative regret")  # fmt: skip
-    return text
 
 
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
+def add_flags(p) -> None:
     p.add_argument("--updates", type=int, default=0, help="pretraining updates per model")
     p.add_argument("--eval-tasks", type=int, default=0, help="new tasks for the online test")
     p.add_argument("--evals", type=int, default=0, help="pretraining chunks (progress lines)")
     p.add_argument("--arms", type=int, default=5)
     p.add_argument("--horizon", type=int, default=30)
-    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    p.add_argument("--quick", action="store_true", help="3 seeds, a few updates")
-    p.add_argument("--workdir", default="runs/in_context_rl")
-    args = p.parse_args(argv)
-    for k, v in (QUICK if args.quick else DEFAULTS).items():
-        if getattr(args, k) == 0:
-            setattr(args, k, v)
-    try:
-        cli.check_int("--seeds", args.seeds, low=3)
-        cli.check_int("--evals", args.evals, low=1)
-        cli.check_int("--updates", args.updates, low=args.evals)
-        cli.check_int("--eval-tasks", args.eval_tasks, low=1)
-        cli.check_int("--arms", args.arms, low=2, high=64)
-        cli.check_int("--horizon", args.horizon, low=10, high=1000)
-        cli.check_int("--seed", args.seed, low=0)
-        cli.check_workdir("--workdir", args.workdir)
-    except cli.ConfigError as e:
-        p.error(str(e))
-    return args
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
+def check(args) -> None:
+    cli.check_int("--updates", args.updates, low=args.evals)
+    cli.check_int("--arms", args.arms, low=2, high=64)
+    cli.check_int("--horizon", args.horizon, low=10, high=1000)
+
+
+def run(args) -> dict:
     t0 = time.perf_counter()
     config = dpt.Config(num_arms=args.arms, horizon=args.horizon)
     dpt.validate(config)
@@ -225,10 +203,10 @@ def main(argv=None) -> str:
     keys = jax.vmap(jax.random.PRNGKey)(seeds)
     state = jax.jit(jax.vmap(lambda k: dpt.init(config, k)))(keys)
     chunk = args.updates // args.evals
-    run = jax.jit(jax.vmap(lambda s: dpt.train_chunk(config, s, chunk)))
+    train = jax.jit(jax.vmap(lambda s: dpt.train_chunk(config, s, chunk)))
     curve = []
     for c in range(args.evals):
-        state, metrics = run(state)
+        state, metrics = train(state)
         curve.append(float(np.mean(metrics["accuracy/last"])))
         print(f"chunk {c + 1}/{args.evals}: best-arm accuracy {curve[-1]:.2f}, "
               f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
@@ -239,20 +217,20 @@ def main(argv=None) -> str:
     print(f"evaluated: {time.perf_counter() - t0:.0f} s; cumulative regret "
           + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in regret.items()),
           flush=True)  # fmt: skip
-    from rljax import machine
-
     settings = {k: getattr(args, k) for k in ("seeds", "updates", "eval_tasks", "evals", "arms",
                 "horizon", "seed")}  # fmt: skip
     settings["dpt"] = {k: v for k, v in vars(config).items()}
-    meta = {
-        "settings": settings,
-        "label_leak": label_leak(config, jax.random.PRNGKey(args.seed + 7)),
-        **machine.run_record("experiments/in_context_rl.py", argv, t0),
-    }  # fmt: skip
-    text = write_outputs(config, regret, curve, args, meta)
-    print(text)
-    return text
+    leak = label_leak(config, jax.random.PRNGKey(args.seed + 7))
+    return {"config": config, "regret": regret, "curve": curve, "settings": settings,
+            "label_leak": leak}  # fmt: skip
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/in_context_rl", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    low={"seeds": 3, "evals": 1, "eval-tasks": 1},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

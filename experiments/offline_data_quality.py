@@ -54,15 +54,13 @@ wall at load 3-4. results.md repeats the wall time, load and command of the run 
 Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
@@ -70,16 +68,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as scipy_stats  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import _population  # noqa: E402
-import _verdicts  # noqa: E402
-
-from configs import dqn as dqn_configs  # noqa: E402
-from rljax import envs, machine, offline_data, stats  # noqa: E402
+from rljax import cli, envs, offline_data, stats  # noqa: E402
 from rljax.agents import dqn, learner, offline  # noqa: E402
 from rljax.envs import rollouts  # noqa: E402
-from rljax.train import population  # noqa: E402
+from rljax.train import population, study  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 DATASETS = ("random", "expert", "noisy", "replay", "mixed")
@@ -111,7 +104,7 @@ CLAIMS = {
 def _online_dqn(env_name: str, steps: int, seed: int) -> tuple:
     """Online DQN (2 seeds); returns (expert params or None, its config, replay Transition
     [T, B], per-seed greedy returns)."""
-    c = dqn_configs.get_config(env_name)
+    c = study.config(__file__, "dqn", env_name)
     config = learner.config_from_dict(dqn.Config, "dqn", c.dqn.to_dict())
     hp = {k: float(v) for k, v in c.hparams.items()}
     hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
@@ -404,15 +397,17 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
     return out
 
 
-def overall(cl: dict) -> tuple[str, str]:
-    """Verdict from the claim statuses (as in the other reproductions) and its reason."""
+def reason(cl: dict) -> str:
+    """The verdict's reason: how many claims hold, and each one's estimate."""
     statuses = [c["status"] for c in cl.values()]
-    v = _verdicts.overall(statuses)
-    parts = [f"{k}: {c['status']} ({c['estimate']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}])"
-             for k, c in cl.items()]  # fmt: skip
-    return v, f"{sum(s == 'holds' for s in statuses)} of {len(statuses)} claims hold; " + "; ".join(
-        parts
-    ) + "."
+    parts = [
+        f"{k}: {c['status']} ({study.diff_text(c['estimate'], c['ci'])})" for k, c in cl.items()
+    ]
+    return (
+        f"{sum(s == 'holds' for s in statuses)} of {len(statuses)} claims hold; "
+        + "; ".join(parts)
+        + "."
+    )
 
 
 # ---------------------------------------------------------------------------- outputs
@@ -479,16 +474,14 @@ def _detail_text(key: str, detail: dict) -> str:
     )
 
 
-def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) -> str:
-    """results.md / results.json (``rljax.stats.write_results``) and the plots."""
-    os.makedirs(workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    built_all, res, meta = out["built"], out["res"], {"settings": out["settings"], **record}
     cells = _cells(built_all)
     tq = np.array([built_all[e]["datasets"][d]["tq"] for e, d in cells])
     saco = np.array([built_all[e]["datasets"][d]["saco"] for e, d in cells])
     final = finals(built_all, res)
     cl = claims(final, tq, saco, [f"{e} · {d}" for e, d in cells])
-    verdict, reason = overall(cl)
-    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    n_boot = study.resamples(args)
     arms = {f"{a} · {s}": stats.summarize(final[(a, s)].T, num_resamples=n_boot)
             for a in ALGOS for s in SAMPLINGS}  # fmt: skip
     per_cell = {f"{e} · {d} · {a} · {s}": stats.summarize(final[(a, s)][i], num_resamples=n_boot)
@@ -551,16 +544,15 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
         f"Settings: {json.dumps(meta['settings'])}.",
         f"Wall time: {meta['seconds']:.0f} s ({meta['load']}). Command: `{meta['command']}`.",
     ]
-    text = stats.write_results(
-        workdir,
+    return study.Report(
         title="Offline data quality (#217, #203; ablation 13): TQ, SACo and offline learners",
         claim=(
             "the DQN family needs high SACo, policy-constraint methods do well with high TQ and "
             "SACo, BC is competitive at high TQ (#217); return-weighted sampling helps mixed "
             "datasets (#203)"
         ),
-        verdict=verdict,
-        reason=reason,
+        claims=cl,
+        reason=reason(cl),
         arms=arms,
         metric="normalized greedy return",
         extra={
@@ -588,23 +580,28 @@ def write_outputs(workdir: str, built_all: dict, res: dict, args, meta: dict) ->
         notes=notes,
         digits=2,
     )
-    plot_quality_coverage(os.path.join(workdir, "quality_coverage.png"), cells, tq, saco, final)
+
+
+def plot(args, out: dict, report: study.Report) -> None:
+    built_all, res, cells = out["built"], out["res"], _cells(out["built"])
+    tq = np.array([built_all[e]["datasets"][d]["tq"] for e, d in cells])
+    saco = np.array([built_all[e]["datasets"][d]["saco"] for e, d in cells])
+    path = os.path.join(args.workdir, "quality_coverage.png")
+    plot_quality_coverage(path, cells, tq, saco, finals(built_all, res))
+    x = np.arange(1, args.evals + 1) * (args.updates // args.evals)  # updates at each evaluation
     m = DATASETS.index("mixed")
     for e in built_all:
         # seed i of both samplings shares its key: the difference is paired
         curves = {a: res[(e, a)]["norm"][m * len(SAMPLINGS) + 1]
                   - res[(e, a)]["norm"][m * len(SAMPLINGS)] for a in ALGOS}  # fmt: skip
-        stats.plot_bands(x, curves, os.path.join(workdir, f"curves_{e}_mixed.png"),
+        stats.plot_bands(x, curves, os.path.join(args.workdir, f"curves_{e}_mixed.png"),
                          title=f"{e}, mixed data: return-weighted − uniform (mean, 95% CI)",
                          xlabel="gradient updates", ylabel="Δ normalized return")  # fmt: skip
-    return text
 
 
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
+def add_flags(p) -> None:
     p.add_argument("--envs", default="", help=f"comma-separated of {', '.join(ENVS)} (default: "
                    "all; --quick: CartPole-v1)")  # fmt: skip
-    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
     p.add_argument("--updates", type=int, default=0, help="gradient updates per learner")
     p.add_argument("--size", type=int, default=0, help="transitions per dataset")
     p.add_argument("--online-steps", type=int, default=0, help="env steps of the online DQN")
@@ -612,36 +609,17 @@ def parse_args(argv=None):
     p.add_argument("--eval-episodes", type=int, default=16)
     p.add_argument("--bins", type=int, default=10, help="grid bins per state dimension (SACo)")
     p.add_argument("--rw-temperature", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="3 seeds, tiny data and runs")
-    p.add_argument("--workdir", default="runs/offline_data_quality")
-    args = p.parse_args(argv)
-    base = QUICK if args.quick else DEFAULTS
+
+
+def check(args) -> None:
     args.envs = args.envs or ("CartPole-v1" if args.quick else ",".join(ENVS))
-    for k, v in base.items():
-        if getattr(args, k) == 0:
-            setattr(args, k, v)
-    try:
-        for e in args.envs.split(","):
-            cli.check_choice("--envs", e, ENVS)
-        cli.check_int("--seeds", args.seeds, low=3)
-        cli.check_int("--evals", args.evals, low=1)
-        cli.check_int("--updates", args.updates, low=args.evals)
-        cli.check_int("--size", args.size, low=100)
-        cli.check_int("--online-steps", args.online_steps, low=2_000)
-        cli.check_int("--eval-episodes", args.eval_episodes, low=1)
-        cli.check_int("--bins", args.bins, low=2)
-        cli.check_number("--rw-temperature", args.rw_temperature, low=0.0, low_open=True)
-        cli.check_workdir("--workdir", args.workdir)
-    except cli.ConfigError as e:
-        p.error(str(e))
-    return args
+    for e in args.envs.split(","):
+        cli.check_choice("--envs", e, ENVS)
+    cli.check_int("--updates", args.updates, low=args.evals)
+    cli.check_number("--rw-temperature", args.rw_temperature, low=0.0, low_open=True)
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
-    t0 = time.perf_counter()
+def run(args) -> dict:
     log = lambda s: print(s, flush=True)  # noqa: E731
     built_all, res = {}, {}
     for env_name in args.envs.split(","):
@@ -657,14 +635,16 @@ def main(argv=None) -> str:
     settings = {k: getattr(args, k) for k in ("envs", "seeds", "updates", "size", "online_steps",
                 "evals", "eval_episodes", "bins", "rw_temperature", "seed")}  # fmt: skip
     settings.update(hparams=HPARAMS, noise_eps=NOISE_EPS, mixed_expert_share=MIXED_EXPERT_SHARE)
-    meta = {
-        "settings": settings,
-        **machine.run_record("experiments/offline_data_quality.py", argv, t0),
-    }  # fmt: skip
-    text = write_outputs(args.workdir, built_all, res, args, meta)
-    print(text)
-    return text
+    return {"built": built_all, "res": res, "settings": settings}
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/offline_data_quality", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    low={"seeds": 3, "evals": 1, "size": 100, "online-steps": 2_000, "eval-episodes": 1,
+         "bins": 2},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

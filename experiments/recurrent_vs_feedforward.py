@@ -11,45 +11,26 @@ with its interval, and writes ``<workdir>/results.json``. Time: about 7 + 3 minu
 CartPole-NoVel-v1 on a shared 2-core CPU (docs/learners_recurrent.md).
 """
 
-import importlib.util
-import json
 import os
-import sys
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ARMS = {"recurrent": "configs/ppo_rnn.py", "feedforward": "configs/ppo.py"}
+xla_flags.set_flags(fast_compile=True)
 
+import train as train_entry  # noqa: E402  (experiments/train.py: configs -> dataclasses)
 
-def _load_config(path: str, arg: str):
-    spec = importlib.util.spec_from_file_location("config_file", os.path.join(ROOT, path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(arg)
+from rljax import stats  # noqa: E402
+from rljax.train import experiment, study  # noqa: E402
+
+ARMS = {"recurrent": "ppo_rnn", "feedforward": "ppo"}  # arm -> configs/<name>.py
 
 
-def main() -> int:
-    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", default="CartPole-NoVel-v1,MemoryChain-bsuite")
-    parser.add_argument("--workdir", default="runs/recurrent_vs_feedforward")
-    parser.add_argument("--num_seeds", type=int, default=8)
-    args = parser.parse_args()
-    if args.num_seeds < 2:
-        parser.error(f"--num_seeds={args.num_seeds} is invalid; allowed: an integer >= 2")
-    xla_flags.set_flags(fast_compile=True)
-    prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
-    sys.path.insert(0, os.path.join(ROOT, "experiments"))
-    import train as train_entry
-
-    from rljax import stats
-    from rljax.train import experiment
-
+def run(args) -> dict:
     # Every config is built and validated before anything trains.
     runs = {}
     for task in args.tasks.split(","):
-        for arm, path in ARMS.items():
-            config = _load_config(path, task)
+        for arm, name in ARMS.items():
+            config = study.config(__file__, name, task)
             config.num_seeds, config.progress, config.resume = args.num_seeds, False, True
             workdir = os.path.join(args.workdir, task, arm)
             runs[task, arm] = train_entry.to_dataclasses(config, workdir, 1)
@@ -69,10 +50,20 @@ def main() -> int:
         low, high = diff["diff_ci"]
         print(f"{task} recurrent - feedforward: {diff['diff']:.1f} [{low:.1f}, {high:.1f}] "
               f"(excludes 0: {stats.excludes_zero(diff['diff_ci'])})")  # fmt: skip
-    with open(os.path.join(args.workdir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    return 0
+    return results
 
+
+def add_flags(p) -> None:
+    p.add_argument("--tasks", default="CartPole-NoVel-v1,MemoryChain-bsuite")
+    p.add_argument("--num_seeds", type=int, default=8)
+
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/recurrent_vs_feedforward", run=run,
+    report=lambda args, results, record: study.Files(results), flags=add_flags, quick=None,
+    seed=False, low={"num_seeds": 2},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(main)
+    STUDY.entry()

@@ -32,10 +32,10 @@ Metric: the share of all unseen (start, goal) pairs the greedy policy reaches wi
 of 512 in-distribution pairs: a start and a later state of one trajectory).
 
 Claims (``claims``): TD stitches better than BC (gc-q − gcbc and gc-q tabular − gcbc,
-intervals > 0, combined by ``_verdicts.over_arms``); augmentation helps BC (gcbc+aug − gcbc >
+intervals > 0, combined by ``verdicts.over_arms``); augmentation helps BC (gcbc+aug − gcbc >
 0); augmentation closes the gap (gcbc+aug matches or beats each TD arm within ``MARGIN`` = 0.1
-success, ``over_arms``). Each comparison's status by ``experiments/_verdicts.py``
-(``vs_zero``, ``matches_or_beats``); the verdict is ``_verdicts.overall`` of the three.
+success, ``over_arms``). Each comparison's status by ``rljax/train/verdicts.py``
+(``vs_zero``, ``matches_or_beats``); the verdict is ``verdicts.overall`` of the three.
 
 Writes results.md, results.json, success_unseen.png (success on unseen pairs over updates, mean
 and 95% interval over seeds) and success_by_distance.png to --workdir. Measured (2026-11-27,
@@ -44,25 +44,20 @@ and 95% interval over seeds) and success_by_distance.png to --workdir. Measured 
 their reading: docs/stitching_and_in_context_rl.md.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
-import json  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _verdicts  # noqa: E402
-
-from rljax import goal_data, stats  # noqa: E402
+from rljax import cli, goal_data, stats  # noqa: E402
 from rljax.agents import offline  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
 
 ARMS = {  # name -> (offline algo, relabelling scheme)
     "gcbc": ("bc", "future"),
@@ -183,16 +178,16 @@ def claims(final: dict[str, np.ndarray]) -> dict:
     aug = stats.compare(final["gcbc+aug"], final["gcbc"])
     gap = {a: stats.compare(final["gcbc+aug"], final[a]) for a in td_arms}
     for c in td.values():
-        c["status"] = _verdicts.vs_zero(c["diff_ci"])
+        c["status"] = verdicts.vs_zero(c["diff_ci"])
     for c in gap.values():
-        c["status"] = _verdicts.matches_or_beats(c["diff_ci"], margin=MARGIN)
+        c["status"] = verdicts.matches_or_beats(c["diff_ci"], margin=MARGIN)
     return {
         "td_stitches": {
-            "status": _verdicts.over_arms(c["status"] for c in td.values()), "per_arm": td,
+            "status": verdicts.over_arms(c["status"] for c in td.values()), "per_arm": td,
         },
-        "augmentation_helps": {**aug, "status": _verdicts.vs_zero(aug["diff_ci"])},
+        "augmentation_helps": {**aug, "status": verdicts.vs_zero(aug["diff_ci"])},
         "augmentation_closes_gap": {
-            "status": _verdicts.over_arms(c["status"] for c in gap.values()), "per_arm": gap,
+            "status": verdicts.over_arms(c["status"] for c in gap.values()), "per_arm": gap,
         },
     }  # fmt: skip
 
@@ -206,22 +201,21 @@ def by_distance(env: goal_data.Rooms, unseen: np.ndarray, res: dict) -> dict:
     }
 
 
-def _interval(c: dict) -> str:
-    return f"{c['diff']:+.2f} [{c['diff_ci'][0]:+.2f}, {c['diff_ci'][1]:+.2f}]"
-
-
 def _claim_text(c: dict) -> str:
     if "per_arm" in c:
-        return ", ".join(f"vs {a} {_interval(d)} {d['status']}" for a, d in c["per_arm"].items())
-    return _interval(c)
+        return ", ".join(
+            f"vs {a} {study.diff_text(d['diff'], d['diff_ci'])} {d['status']}"
+            for a, d in c["per_arm"].items()
+        )
+    return study.diff_text(c["diff"], c["diff_ci"])
 
 
-def write_outputs(env, built, res, args, meta) -> str:
-    os.makedirs(args.workdir, exist_ok=True)
+def report(args, out: dict, record: dict) -> study.Report:
+    env, built, res = out["env"], out["built"], out["res"]
+    meta = {"settings": out["settings"], **record}
     final = {name: r["unseen"][:, -1].mean(1) for name, r in res.items()}
     cl = claims(final)
-    verdict = _verdicts.overall(cl)
-    n_boot = 500 if args.quick else stats.NUM_RESAMPLES
+    n_boot = study.resamples(args)
     arms = {name: stats.summarize(v, num_resamples=n_boot) for name, v in final.items()}
     seen = {name: stats.summarize(r["seen"][:, -1], num_resamples=n_boot)
             for name, r in res.items()}  # fmt: skip
@@ -248,26 +242,23 @@ def write_outputs(env, built, res, args, meta) -> str:
     notes += [f"* {CLAIMS[k]}: **{c['status']}**, {_claim_text(c)}" for k, c in cl.items()]
     notes += [
         "",
-        f"Verdict rule: `_verdicts.overall` of the three claims; a TD claim holds for both TD "
+        f"Verdict rule: `verdicts.overall` of the three claims; a TD claim holds for both TD "
         f"arms (`over_arms`) by `vs_zero` (first claim) or `matches_or_beats` with margin "
         f"{MARGIN} (third); the second by `vs_zero`.",
         f"Data: {env.num_rooms} rooms of {args.room_size}x{args.room_size} cells, "
         f"{env.num_states} states; {args.per_region} trajectories per two-room region, mean "
         f"length {np.mean(built['traj_len']):.1f} steps; {args.samples} relabelled samples per "
         f"arm and seed.",
-        f"Settings: {json.dumps(meta['settings'])}.",
-        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}); {meta['machine']}; "
-        f"command: `{meta['command']}`.",
+        *study.record_lines(meta["settings"], record),
     ]
-    text = stats.write_results(
-        args.workdir,
+    return study.Report(
         title="TD vs supervised stitching (#24): success on never-co-occurring (start, goal) pairs",
         claim=(
             "goal-conditioned TD learning stitches trajectories (reaches goals never seen with "
             "the start) while goal-conditioned BC does not; temporal augmentation (goals "
             "relabelled through waypoints of other trajectories) gives BC that ability"
         ),
-        verdict=verdict,
+        claims=cl,
         reason=reason,
         arms=arms,
         metric="unseen-pair success",
@@ -283,13 +274,16 @@ def write_outputs(env, built, res, args, meta) -> str:
         notes=notes,
         digits=2,
     )
+
+
+def plot(args, out: dict, _) -> None:
     x = np.arange(1, args.evals + 1) * (args.updates // args.evals)
-    stats.plot_bands(x, {n: r["unseen"].mean(2) for n, r in res.items()},
+    stats.plot_bands(x, {n: r["unseen"].mean(2) for n, r in out["res"].items()},
                      os.path.join(args.workdir, "success_unseen.png"),
                      title="Unseen (start, goal) pairs: success (mean, 95% CI over seeds)",
                      xlabel="gradient updates", ylabel="success rate")  # fmt: skip
+    dist = by_distance(out["env"], out["built"]["unseen"], out["res"])
     _plot_distance(dist, os.path.join(args.workdir, "success_by_distance.png"))
-    return text
 
 
 def _plot_distance(dist: dict, path: str) -> None:
@@ -317,9 +311,7 @@ def _plot_distance(dist: dict, path: str) -> None:
     plt.close(fig)
 
 
-def parse_args(argv=None):
-    p = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, default=0, help=f"(0: {DEFAULTS['seeds']})")
+def add_flags(p) -> None:
     p.add_argument("--updates", type=int, default=0, help="gradient updates per learner")
     p.add_argument("--samples", type=int, default=0, help="relabelled samples per arm and seed")
     p.add_argument("--per-region", type=int, default=0, help="trajectories per two-room region")
@@ -327,32 +319,15 @@ def parse_args(argv=None):
     p.add_argument("--rooms", type=int, default=4)
     p.add_argument("--room-size", type=int, default=3)
     p.add_argument("--horizon", type=int, default=60, help="evaluation steps per pair")
-    p.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    p.add_argument("--quick", action="store_true", help="3 seeds, tiny data and runs")
-    p.add_argument("--workdir", default="runs/stitching")
-    args = p.parse_args(argv)
-    for k, v in (QUICK if args.quick else DEFAULTS).items():
-        if getattr(args, k) == 0:
-            setattr(args, k, v)
-    try:
-        cli.check_int("--seeds", args.seeds, low=3)
-        cli.check_int("--evals", args.evals, low=1)
-        cli.check_int("--updates", args.updates, low=args.evals)
-        cli.check_int("--samples", args.samples, low=256)
-        cli.check_int("--per-region", args.per_region, low=1)
-        cli.check_int("--rooms", args.rooms, low=3, high=8)
-        cli.check_int("--room-size", args.room_size, low=2, high=8)
-        cli.check_int("--horizon", args.horizon, low=1)
-        cli.check_int("--seed", args.seed, low=0)
-        cli.check_workdir("--workdir", args.workdir)
-    except cli.ConfigError as e:
-        p.error(str(e))
-    return args
 
 
-def main(argv=None) -> str:
-    cli.quiet_logs()
-    args = parse_args(argv)
+def check(args) -> None:
+    cli.check_int("--updates", args.updates, low=args.evals)
+    cli.check_int("--rooms", args.rooms, low=3, high=8)
+    cli.check_int("--room-size", args.room_size, low=2, high=8)
+
+
+def run(args) -> dict:
     t0 = time.perf_counter()
     env = goal_data.rooms(args.rooms, args.room_size)
     built = build(env, args)
@@ -368,20 +343,18 @@ def main(argv=None) -> str:
               + ", ".join(f"{n} {res[n]['unseen'][:, -1].mean():.2f}" for n in names),
               flush=True)  # fmt: skip
     res["gc-q tabular"] = tabular(env, built, args)
-    res = {n: res[n] for n in ARMS}
-    from rljax import machine
-
     settings = {k: getattr(args, k) for k in ("seeds", "updates", "samples", "per_region",
                 "evals", "rooms", "room_size", "horizon", "seed")}  # fmt: skip
     settings.update(hparams=HPARAMS, eps=EPS, p_aug=P_AUG, batch_size=128, hidden=[128, 128])
-    meta = {
-        "settings": settings,
-        **machine.run_record("experiments/stitching.py", argv, t0),
-    }  # fmt: skip
-    text = write_outputs(env, built, res, args, meta)
-    print(text)
-    return text
+    return {"env": env, "built": built, "res": {n: res[n] for n in ARMS}, "settings": settings}
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/stitching", run=run, report=report, plot=plot,
+    flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    low={"seeds": 3, "evals": 1, "samples": 256, "per-region": 1, "horizon": 1},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

@@ -24,7 +24,8 @@ study; turn its numbers into a ``Report`` (the verdict from its claims by the on
 (``rljax.stats.write_results``); draw its plots; print results.md.
 
 Also here: ``config`` (a shipped ``configs/<name>.py`` of the study's checkout), ``resamples``,
-and the text the reports share: ``diff_text``, ``claim_lines``, ``checked_claims``, ``tally``.
+and the text the reports share: ``diff_text``, ``record_lines``, ``claim_lines``,
+``checked_claims``, ``tally``.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Study:
       check: ``args -> None``, the study's own checks after filling (raise ``cli.ConfigError``).
       seeds: the default of ``--seeds`` (None: no such flag; 0: taken from ``defaults``).
       steps: the default of ``--steps``, likewise.
+      seed: add ``--seed`` (the first seed of the set; checked >= 0).
       resume: add ``--resume`` (reuse the arms a killed run finished: ``rljax.train.arm_store``).
       quick: what ``--quick`` sets (None: no ``--quick``): a flag in ``defaults`` takes the value
         if it was left at 0, any other name is set.
@@ -115,6 +117,7 @@ class Study:
     check: Callable[[argparse.Namespace], None] = _none
     seeds: int | None = None
     steps: int | None = None
+    seed: bool = True
     resume: bool = False
     quick: Mapping[str, Any] | None = dataclasses.field(default_factory=dict)
     defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -139,7 +142,8 @@ class Study:
             if default is not None:
                 shown = f" (0: {self.defaults[name]})" if name in self.defaults else ""
                 p.add_argument(f"--{name}", type=int, default=default, help=what + shown)
-        p.add_argument("--seed", type=int, default=0, help="first seed of the set")
+        if self.seed:
+            p.add_argument("--seed", type=int, default=0, help="first seed of the set")
         if self.resume:
             p.add_argument("--resume", action="store_true", help="reuse the arms a run finished")
         self.flags(p)
@@ -156,7 +160,8 @@ class Study:
         try:
             for flag, low in self.low.items():
                 cli.check_int(f"--{flag}", getattr(args, flag.replace("-", "_")), low=low)
-            cli.check_int("--seed", args.seed, low=0)
+            if self.seed:
+                cli.check_int("--seed", args.seed, low=0)
             self.check(args)
             cli.check_workdir(self.workdir_flags[0], args.workdir)
         except cli.ConfigError as e:
@@ -227,6 +232,15 @@ def resamples(args: argparse.Namespace, quick: int = 500) -> int:
 def diff_text(value: float, ci: Sequence[float], digits: int = 2) -> str:
     """``"+0.12 [+0.01, +0.30]"``: a signed estimate with its interval."""
     return f"{value:+.{digits}f} [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]"
+
+
+def record_lines(settings: dict, record: dict) -> list[str]:
+    """results.md's last lines: the settings (JSON) and the run record (``Study.report``'s)."""
+    return [
+        f"Settings: {json.dumps(settings)}.",
+        f"Wall time: {record['seconds']:.0f} s ({record['load']}); {record['machine']}; "
+        f"command: `{record['command']}`.",
+    ]
 
 
 def claim_lines(claims: Mapping[str, tuple[str, str]]) -> list[str]:

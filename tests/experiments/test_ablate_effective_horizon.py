@@ -51,6 +51,6 @@ def test_steps_to_threshold_and_spearman():
 def test_bad_flags():
     mod = _load()
     with pytest.raises(SystemExit):
-        mod.parse_args(["--envs", "Pong"])
+        mod.STUDY.parse(["--envs", "Pong"])
     with pytest.raises(SystemExit):
-        mod.parse_args(["--seeds", "1"])
+        mod.STUDY.parse(["--seeds", "1"])

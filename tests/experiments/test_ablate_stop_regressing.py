@@ -62,7 +62,8 @@ def test_verdict_rules():
                 )
             }
         }
-        assert mod.verdict(results, cmp)[0] == expected
+        _, claims = mod.verdict(results, cmp)
+        assert mod.verdicts.overall(claims) == expected
 
 
 def test_match_status_margin():
@@ -77,6 +78,6 @@ def test_match_status_margin():
 def test_bad_flags():
     mod = _load()
     with pytest.raises(SystemExit):
-        mod.parse_args(["--studies", "nope"])
+        mod.STUDY.parse(["--studies", "nope"])
     with pytest.raises(SystemExit):
-        mod.parse_args(["--seeds", "1"])
+        mod.STUDY.parse(["--seeds", "1"])

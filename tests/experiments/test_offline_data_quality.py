@@ -63,7 +63,7 @@ def test_claim_rules_on_synthetic_results():
     assert cl["dqn_family_needs_saco"]["status"] == "holds"
     assert cl["rw_helps_mixed"]["status"] == "holds"
     assert cl["constraint_high_tq_saco"]["status"] == "holds"
-    assert mod.overall(cl)[0] in ("reproduced", "partly")
+    assert mod.study.Report("", "", cl, "", {}, "").verdict in ("reproduced", "partly")
     mod, final, tq, saco = _cells(rng, dqn_slope=-1.0, rw_gain=-0.3)
     cl = mod.claims(final, tq, saco)
     assert cl["dqn_family_needs_saco"]["status"] == "fails"
@@ -84,4 +84,4 @@ def test_bad_flags():
     mod = _load()
     for argv in (["--envs", "Pong"], ["--seeds", "2"], ["--rw-temperature", "0"]):
         with pytest.raises(SystemExit):
-            mod.parse_args(argv)
+            mod.STUDY.parse(argv)
