@@ -1,37 +1,45 @@
 """Math RLVR (GRPO family) on local GSM8K / MATH files: `<dataset>,<model>`.
 
     python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny \
-        --config.train_path=data/gsm8k/train.jsonl --config.test_path=data/gsm8k/test.jsonl
+        --config.data.train_path=data/gsm8k/train.jsonl \
+        --config.data.test_path=data/gsm8k/test.jsonl
     python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny \
-        --config.presets=grpo,dr_grpo,dapo --config.num_seeds=2      # 6 learners, one program
+        --config.sweep.preset=grpo,dr_grpo,dapo --config.num_seeds=2   # 6 learners, one program
+    python experiments/train_math.py ... --config.resume=True  # continue a stopped run
     python scripts/memory_plan.py --config=configs/grpo_math.py:gsm8k,qwen2.5-0.5b  # fits?
     python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny --cpu_devices=4 \
-        --config.presets=grpo,dr_grpo --config.num_seeds=2 --config.mesh_shape=2,2 \
-        --config.mesh_axes=seeds,fsdp  # 4 learners, 2 per pair of devices, weights split over it
+        --config.sweep.preset=grpo,dr_grpo --config.num_seeds=2 --config.mesh.shape=2,2 \
+        --config.mesh.axes=seeds,fsdp  # 4 learners, 2 per pair of devices, weights split over it
 
-dataset: gsm8k | math (the file layout; `fields.*` renames fields for other layouts).
-model:   tiny (a decoder built at d_model.. sizes, byte tokenizer, plain template: runs on a CPU)
-         or one of qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen2.5-7b, qwen3-8b: the
+The config has the shape of the toy RLVR config (configs/grpo.py): `preset` / `sweep.preset`,
+`num_seeds`, `seed`, `resume`, `progress` at the top, then `model`, `sft`, `run` (the loop's
+budget and batch), `eval` (the final pass@k) and `mesh` blocks, plus what only math has: `data`
+(the files), `checker` (math-verify) and `distributed`.
+
+dataset: gsm8k | math (the file layout; `data.fields.*` renames fields for other layouts).
+model:   tiny (a decoder built at model.d_model.. sizes, byte tokenizer, plain template: runs on
+         a CPU) or one of qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen2.5-7b, qwen3-8b: the
          checkpoint folder (downloaded by the user, docs/math.md) whose config.json, safetensors,
          tokenizer.json and chat template the run loads, its lengths and batch.
-mesh:    mesh_shape x mesh_axes (seeds: learners; fsdp / tensor: each learner's weights by
-         `rules`) over the devices of the job (a fixed shape takes the first devices, -1 the
-         rest): tiny uses one device, the checkpoints FSDP over all of them. The same fields
+mesh:    mesh.shape x mesh.axes (seeds: learners; fsdp / tensor: each learner's weights by
+         `mesh.rules`) over the devices of the job (a fixed shape takes the first devices, -1
+         the rest): tiny uses one device, the checkpoints FSDP over all of them. The same fields
          feed scripts/memory_plan.py, which finds the presets' step too large for one 80 GB GPU
          (docs/scaling.md); lower the lengths and batch for one GPU.
 distributed: several processes (hosts) of one job, as in rljax.parallel.distributed; the
          RLJAX_COORDINATOR_ADDRESS / RLJAX_NUM_PROCESSES / RLJAX_PROCESS_ID / RLJAX_AUTO_DETECT
          environment variables override these fields (docs/math.md has the commands).
-Measured (2-core shared CPU): gsm8k,tiny on a 45-problem sample file, 150 SFT + 3 GRPO steps
-of 2 presets: under 4 min wall (tests/lm/test_math_rlvr.py).
+Measured: gsm8k,tiny on a 45-problem sample file, 150 SFT + 3 GRPO steps of 2 presets: 1 min 23 s
+wall, 31 s CPU (2-core Intel Xeon, 2026-12-04, docs/math.md).
 """
 
 import ml_collections
 
 DATASETS = ("gsm8k", "math")
-# name -> (checkpoint directory, prompt tokens, completion tokens, mesh shape, mesh axes, rules)
+# name -> (checkpoint directory ("": the tiny model), prompt tokens, completion tokens, mesh
+# shape, mesh axes, rules)
 MODELS = {
-    "tiny": ("tiny", 96, 8, (1,), ("seeds",), "fsdp"),
+    "tiny": ("", 96, 8, (1,), ("seeds",), "fsdp"),
     "qwen2.5-0.5b": ("checkpoints/Qwen2.5-0.5B-Instruct", 256, 1024, (-1,), ("fsdp",), "fsdp"),
     "qwen2.5-1.5b": ("checkpoints/Qwen2.5-1.5B-Instruct", 256, 1024, (-1,), ("fsdp",), "fsdp"),
     "llama-3.2-1b": ("checkpoints/Llama-3.2-1B-Instruct", 256, 1024, (-1,), ("fsdp",), "fsdp"),
@@ -53,48 +61,66 @@ def get_config(arg: str = "gsm8k,tiny"):
     path, prompt_length, completion_length, mesh_shape, mesh_axes, rules = MODELS[model]
     tiny = model == "tiny"
     c = ml_collections.ConfigDict()
-    c.train_path = f"data/{dataset}/train.jsonl"  # JSONL or Parquet, downloaded by the user
-    c.test_path = f"data/{dataset}/test.jsonl"  # held out; no question may be in train_path
-    c.layout = dataset  # gsm8k: question / answer "#### n"; math: problem / solution \boxed{}
-    c.fields = ml_collections.ConfigDict()  # renames for another layout, e.g. question="prompt"
-    for name in ("question", "solution", "level", "kind"):
-        c.fields[name] = ""  # "" = the layout's own field
-    c.answer_modes = "boxed,hash,last_number"  # how a completion's final answer is extracted
-    c.model = path  # "tiny" or the checkpoint directory (config.json + safetensors)
-    c.tokenizer = ""  # "bytes" or a tokenizer.json folder; "": bytes (tiny), the model folder
-    c.chat_template = "plain" if tiny else "model"  # "model": the tokenizer's chat template
-    c.d_model, c.n_layers, c.n_heads, c.d_ff = 64, 1, 4, 128  # tiny only
-    # Memory (docs/scaling.md's plan): activations' dtype, every block checkpointed in the
-    # backward pass, completion log-probs 128 tokens at a time (no [rows, A, vocab] logits).
-    c.dtype = "float32"  # float32 | bfloat16 (parameters and moments stay float32)
-    c.remat = not tiny
-    c.logits_chunk = 0 if tiny else 128
-    c.micro_batches = ACCUMULATE.get(model, 1)  # gradient accumulation per minibatch
-    c.prompt_length = prompt_length  # P tokens, template included
-    c.completion_length = completion_length  # A sampled tokens
-    c.prompts_per_step = 4 if tiny else 8  # B
-    c.group_size = 4 if tiny else 8  # G
-    c.steps = 20 if tiny else 200  # RL updates per learner
-    c.chunk_steps = 5 if tiny else 10  # updates per compiled call (largest divisor of steps up
-    # to this); a quick pass@1 after each
-    c.checkpoint_every = 1  # chunks between checkpoints (resume: --config.resume=True)
-    c.quick_problems = 4 if tiny else 16  # held-out problems of the quick pass@1
+    c.preset = "grpo"  # the preset of every learner unless swept
+    c.seed = 0  # seed s of each preset starts from learner_key(seed, s) (rljax.agents.learner)
+    c.num_seeds = 1  # learners per preset
     c.resume = False  # continue from the latest checkpoint in the workdir (same config)
     c.progress = True  # progress bar with rate and metrics
-    c.presets = "grpo"  # comma-separated: the sweep axis (every preset x num_seeds learners)
-    c.num_seeds = 1
-    c.seed = 0  # seed s of each preset starts from learner_key(seed, s) (rljax.agents.learner)
-    c.sft_steps = 150 if tiny else 0  # the tiny model learns the "#### n" format first
-    c.temperature = 1.0
-    c.format_weight = 0.0  # reward for an extractable answer, on top of 1 for a correct one
-    c.checker_timeout_s = 2.0  # per answer, enforced by killing the math-verify worker
-    c.checker_workers = 2
-    c.eval_problems = 0  # held-out problems for pass@k (0: the whole test file)
-    c.eval_samples = 4 if tiny else 16  # n for pass@k
-    c.mesh_shape = mesh_shape  # devices per axis (-1: the rest); a fixed shape: the first ones
-    c.mesh_axes = mesh_axes  # seeds (learners) | data | fsdp | tensor, one per mesh_shape entry
-    c.rules = rules  # how a learner's weights split: fsdp | fsdp_tensor (rljax.parallel.steps)
-    c.distributed = ml_collections.ConfigDict()  # processes of a multi-host job (RLJAX_* env wins)
+    c.sweep = ml_collections.ConfigDict()
+    c.sweep.preset = ""  # comma-separated presets, one grid point each ("": `preset` alone)
+
+    c.data = ml_collections.ConfigDict()
+    c.data.train_path = f"data/{dataset}/train.jsonl"  # JSONL or Parquet, downloaded by the user
+    c.data.test_path = f"data/{dataset}/test.jsonl"  # held out; no question in train_path
+    c.data.layout = dataset  # gsm8k: question / answer "#### n"; math: problem / solution \boxed{}
+    c.data.fields = ml_collections.ConfigDict()  # renames for another layout: question="prompt"
+    for name in ("question", "solution", "level", "kind"):
+        c.data.fields[name] = ""  # "" = the layout's own field
+    c.data.answer_modes = "boxed,hash,last_number"  # how a completion's final answer is read
+
+    c.model = ml_collections.ConfigDict()
+    c.model.path = path  # a checkpoint folder (config.json + safetensors); "": the tiny model
+    c.model.tokenizer = ""  # "bytes" or a tokenizer.json folder; "": bytes (tiny), model.path
+    c.model.chat_template = "plain" if tiny else "model"  # "model": the tokenizer's template
+    c.model.d_model, c.model.n_layers, c.model.n_heads, c.model.d_ff = 64, 1, 4, 128  # tiny only
+    # Memory (docs/scaling.md's plan): activations' dtype, every block checkpointed in the
+    # backward pass, completion log-probs 128 tokens at a time (no [rows, A, vocab] logits).
+    c.model.dtype = "float32"  # float32 | bfloat16 (parameters and moments stay float32)
+    c.model.remat = not tiny
+    c.model.logits_chunk = 0 if tiny else 128
+
+    c.sft = ml_collections.ConfigDict()
+    c.sft.steps = 150 if tiny else 0  # the tiny model learns the "#### n" format first
+    c.sft.learning_rate = 3e-3
+
+    c.run = ml_collections.ConfigDict()
+    c.run.steps = 20 if tiny else 200  # RL updates per learner
+    # Updates per compiled call (the largest divisor of steps up to this); quick pass@1 after each.
+    c.run.chunk_steps = 5 if tiny else 10
+    c.run.checkpoint_every = 1  # chunks between checkpoints (resume: --config.resume=True)
+    c.run.prompt_length = prompt_length  # P tokens, template included
+    c.run.completion_length = completion_length  # A sampled tokens
+    c.run.prompts_per_step = 4 if tiny else 8  # B
+    c.run.group_size = 4 if tiny else 8  # G
+    c.run.micro_batches = ACCUMULATE.get(model, 1)  # gradient accumulation per minibatch
+    c.run.temperature = 1.0
+    c.run.format_weight = 0.0  # reward for an extractable answer, on top of 1 for a correct one
+    c.run.eval_problems = 4 if tiny else 16  # quick held-out pass@1 after every chunk
+
+    c.eval = ml_collections.ConfigDict()  # the final evaluation
+    c.eval.num_problems = 0  # held-out problems for pass@k (0: the whole test file)
+    c.eval.num_samples = 4 if tiny else 16  # n for pass@k
+
+    c.checker = ml_collections.ConfigDict()  # math-verify, behind a hard deadline
+    c.checker.timeout_s = 2.0  # per answer, enforced by killing the worker
+    c.checker.workers = 2
+
+    c.mesh = ml_collections.ConfigDict()
+    c.mesh.shape = mesh_shape  # devices per axis (-1: the rest); a fixed shape: the first ones
+    c.mesh.axes = mesh_axes  # seeds (learners) | data | fsdp | tensor, one per mesh.shape entry
+    c.mesh.rules = rules  # how a learner's weights split: fsdp | fsdp_tensor (parallel.steps)
+
+    c.distributed = ml_collections.ConfigDict()  # processes of a multi-host job (RLJAX_* wins)
     c.distributed.coordinator_address = ""  # "host:port" of process 0; "" = one process
     c.distributed.num_processes = 1
     c.distributed.process_id = 0  # this process, 0..num_processes-1

@@ -1,18 +1,21 @@
 """Math RLVR on local GSM8K / MATH files: (SFT) -> GRPO-family learners -> pass@k.
 
     python experiments/train_math.py --config=configs/grpo_math.py:gsm8k,tiny \
-        --config.train_path=data/gsm8k/train.jsonl --config.test_path=data/gsm8k/test.jsonl \
-        [--workdir=runs/math_gsm8k] [--cpu_devices=N]
+        --config.data.train_path=data/gsm8k/train.jsonl \
+        --config.data.test_path=data/gsm8k/test.jsonl [--workdir=runs/math_gsm8k] [--cpu_devices=N]
 
-Every learner (`config.presets` x `config.num_seeds`) trains in one vmapped, jitted program whose
-rewards come from the math-verify checker (rljax.lm.tasks.math_checker) through `jax.pure_callback`,
-on the mesh `config.mesh_shape` x `config.mesh_axes` (learners over `seeds`, each learner's
-weights over `fsdp` / `tensor`). Several processes (hosts) run this same command, each told who
-it is by `config.distributed.*` or the RLJAX_COORDINATOR_ADDRESS / RLJAX_NUM_PROCESSES /
-RLJAX_PROCESS_ID environment (RLJAX_AUTO_DETECT=1: SLURM, TPU pod slices, Open MPI); process 0
-writes the files. `--cpu_devices=N` gives this process N fake CPU devices (read before jax
-starts). Writes metrics.jsonl and results.json (pass@k per learner) into --workdir. Bad input is
-one line (`error: ...`, exit 2; `--debug` for a traceback). docs/math.md has the GPU commands.
+A front end of the one population pipeline (`rljax.train.math_experiment`): every learner
+(`config.sweep.preset` or `config.preset`, x `config.num_seeds`) trains in one vmapped, jitted
+program whose rewards come from the math-verify checker (rljax.lm.tasks.math_checker) through
+`jax.pure_callback`, on the mesh `config.mesh.shape` x `config.mesh.axes` (learners over `seeds`,
+each learner's weights over `fsdp` / `tensor`), with checkpoints, `--config.resume=True` and the
+workdir lock. Several processes (hosts) run this same command, each told who it is by
+`config.distributed.*` or the RLJAX_COORDINATOR_ADDRESS / RLJAX_NUM_PROCESSES / RLJAX_PROCESS_ID
+environment (RLJAX_AUTO_DETECT=1: SLURM, TPU pod slices, Open MPI); process 0 writes the files.
+`--cpu_devices=N` gives this process N fake CPU devices (read before jax starts). Writes
+metrics.jsonl/csv, curves.png, summary.json, checkpoints/ and results.json (pass@k per learner)
+into --workdir. Bad input is one line (`error: ...`, exit 2; `--debug` for a traceback).
+docs/math.md has the GPU commands.
 """
 
 import sys
@@ -69,50 +72,52 @@ def _math_rlvr():
 def from_config(c, workdir: str | None, dist: distributed.DistributedConfig):
     """The frozen run config (`math_experiment.MathRunConfig`) of a parsed
     `configs/grpo_math.py`."""
-    fields = tuple((k, v) for k, v in c.fields.items() if v)
-    # "--config.mesh_axes=seeds,fsdp" arrives as ("seeds,fsdp",)
-    axes = tuple(a for entry in c.mesh_axes for a in str(entry).split(","))
+    fields = tuple((k, v) for k, v in c.data.fields.items() if v)
+    # "--config.mesh.axes=seeds,fsdp" arrives as ("seeds,fsdp",)
+    axes = tuple(a for entry in c.mesh.axes for a in str(entry).split(","))
+    swept = [p.strip() for p in c.sweep.preset.split(",") if p.strip()]
     return _math_rlvr().MathRunConfig(
-        train_path=c.train_path,
-        test_path=c.test_path,
-        workdir=workdir or f"runs/math_{c.layout}",
-        layout=c.layout,
+        train_path=c.data.train_path,
+        test_path=c.data.test_path,
+        workdir=workdir or f"runs/math_{c.data.layout}",
+        layout=c.data.layout,
         fields=fields,
-        answer_modes=tuple(c.answer_modes.split(",")),
-        model=c.model,
-        tokenizer=c.tokenizer,
-        chat_template=c.chat_template,
-        d_model=c.d_model,
-        n_layers=c.n_layers,
-        n_heads=c.n_heads,
-        d_ff=c.d_ff,
-        dtype=c.dtype,
-        remat=c.remat,
-        logits_chunk=c.logits_chunk,
-        micro_batches=c.micro_batches,
-        prompt_length=c.prompt_length,
-        completion_length=c.completion_length,
-        prompts_per_step=c.prompts_per_step,
-        group_size=c.group_size,
-        steps=c.steps,
-        chunk_steps=c.chunk_steps,
-        checkpoint_every=c.checkpoint_every,
-        quick_problems=c.quick_problems,
+        answer_modes=tuple(c.data.answer_modes.split(",")),
+        model=c.model.path or "tiny",
+        tokenizer=c.model.tokenizer,
+        chat_template=c.model.chat_template,
+        d_model=c.model.d_model,
+        n_layers=c.model.n_layers,
+        n_heads=c.model.n_heads,
+        d_ff=c.model.d_ff,
+        dtype=c.model.dtype,
+        remat=c.model.remat,
+        logits_chunk=c.model.logits_chunk,
+        micro_batches=c.run.micro_batches,
+        prompt_length=c.run.prompt_length,
+        completion_length=c.run.completion_length,
+        prompts_per_step=c.run.prompts_per_step,
+        group_size=c.run.group_size,
+        steps=c.run.steps,
+        chunk_steps=c.run.chunk_steps,
+        checkpoint_every=c.run.checkpoint_every,
+        quick_problems=c.run.eval_problems,
         resume=c.resume,
         progress=c.progress,
-        presets=tuple(c.presets.split(",")),
+        presets=tuple(swept or [c.preset]),
         num_seeds=c.num_seeds,
         seed=c.seed,
-        sft_steps=c.sft_steps,
-        temperature=c.temperature,
-        format_weight=c.format_weight,
-        checker_timeout_s=c.checker_timeout_s,
-        checker_workers=c.checker_workers,
-        eval_problems=c.eval_problems,
-        eval_samples=c.eval_samples,
-        mesh_shape=tuple(c.mesh_shape),
+        sft_steps=c.sft.steps,
+        sft_learning_rate=c.sft.learning_rate,
+        temperature=c.run.temperature,
+        format_weight=c.run.format_weight,
+        checker_timeout_s=c.checker.timeout_s,
+        checker_workers=c.checker.workers,
+        eval_problems=c.eval.num_problems,
+        eval_samples=c.eval.num_samples,
+        mesh_shape=tuple(c.mesh.shape),
         mesh_axes=axes,
-        rules=c.rules,
+        rules=c.mesh.rules,
         distributed=dist,
     )
 

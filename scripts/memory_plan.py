@@ -74,11 +74,11 @@ def _from_config(args) -> None:
         raise ValueError(
             f"--config model {model!r} has no plan shape; valid: {', '.join(mp.SHAPES)}"
         )
-    args.models, args.rules = model, c.rules
-    args.prompts, args.group_size = c.prompts_per_step, c.group_size
-    args.prompt_length, args.completion_length = c.prompt_length, c.completion_length
-    args.mesh_shape = ",".join(str(s) for s in c.mesh_shape)
-    args.mesh_axes = ",".join(c.mesh_axes)
+    args.models, args.rules = model, c.mesh.rules
+    args.prompts, args.group_size = c.run.prompts_per_step, c.run.group_size
+    args.prompt_length, args.completion_length = c.run.prompt_length, c.run.completion_length
+    args.mesh_shape = ",".join(str(s) for s in c.mesh.shape)
+    args.mesh_axes = ",".join(c.mesh.axes)
 
 
 def parse(argv):

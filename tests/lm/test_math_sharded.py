@@ -81,7 +81,7 @@ def test_entry_point_reads_the_mesh_and_the_rljax_environment(load_entry, monkey
     entry = load_entry("experiments/train_math.py")
     monkeypatch.chdir(ROOT)
     argv = ["train_math.py", "--config=configs/grpo_math.py:gsm8k,tiny"]
-    argv += ["--config.mesh_shape=2,-1", "--config.mesh_axes=seeds,fsdp", "--config.num_seeds=2"]
+    argv += ["--config.mesh.shape=2,-1", "--config.mesh.axes=seeds,fsdp", "--config.num_seeds=2"]
     run = entry.parse(argv)
     assert (run.mesh_shape, run.mesh_axes, run.rules) == ((2, -1), ("seeds", "fsdp"), "fsdp")
     assert run.distributed == distributed.DistributedConfig()
@@ -101,7 +101,7 @@ def test_entry_point_reads_the_mesh_and_the_rljax_environment(load_entry, monkey
     monkeypatch.delenv(distributed.ENV_NUM_PROCESSES)
     monkeypatch.delenv(distributed.ENV_COORDINATOR)
     with pytest.raises(cli.ConfigError, match="does not divide the population of 3 learners"):
-        entry.parse(argv[:2] + ["--config.mesh_shape=2,4", "--config.mesh_axes=seeds,fsdp",
+        entry.parse(argv[:2] + ["--config.mesh.shape=2,4", "--config.mesh.axes=seeds,fsdp",
                                 "--config.num_seeds=3"])  # fmt: skip
 
 

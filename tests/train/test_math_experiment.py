@@ -38,8 +38,8 @@ def sample_files(tmp_path) -> tuple[str, str]:
 # The gsm8k,tiny preset at a size a test affords: 8 updates in chunks of 1, a checkpoint after
 # every chunk, a base fine-tuned for 40 steps so that some rewards are 1.
 FLAGS = [
-    "--config.steps=8", "--config.chunk_steps=1", "--config.sft_steps=40",
-    "--config.prompt_length=64", "--config.eval_samples=2", "--config.checker_workers=1",
+    "--config.run.steps=8", "--config.run.chunk_steps=1", "--config.sft.steps=40",
+    "--config.run.prompt_length=64", "--config.eval.num_samples=2", "--config.checker.workers=1",
     "--config.progress=False",
 ]  # fmt: skip
 
@@ -47,8 +47,8 @@ FLAGS = [
 def _command(train, test, workdir, *extra):
     return [
         sys.executable, "experiments/train_math.py", "--config=configs/grpo_math.py:gsm8k,tiny",
-        f"--config.train_path={train}", f"--config.test_path={test}", f"--workdir={workdir}",
-        *FLAGS, *extra,
+        f"--config.data.train_path={train}", f"--config.data.test_path={test}",
+        f"--workdir={workdir}", *FLAGS, *extra,
     ]  # fmt: skip
 
 
@@ -98,7 +98,9 @@ def test_a_killed_math_run_resumes_to_the_uninterrupted_runs_files(tmp_path):
     assert at_kill and at_kill[-1] < 8, at_kill
     assert not os.path.exists(os.path.join(killed, "results.json"))
 
-    changed = _run(_command(train, test, killed, "--config.resume=True", "--config.presets=rloo"))
+    changed = _run(
+        _command(train, test, killed, "--config.resume=True", "--config.sweep.preset=rloo")
+    )
     assert changed.returncode == 2 and "presets" in changed.stderr, changed.stderr
     resumed = _run(_command(train, test, killed, "--config.resume=True"))
     assert resumed.returncode == 0, resumed.stderr
