@@ -1,7 +1,8 @@
 """Math RLVR on local GSM8K / MATH files, a front end of the one population pipeline.
 
 One run: load the train and test files (`rljax.lm.tasks.math_data`, checked disjoint), render
-prompts with the template and tokenizer (`rljax.lm.tasks.math_task`), build the base policy
+prompts with the template and tokenizer into problem tables (`device_reward.make_table`, as
+the toy tasks do; `rljax.lm.tasks.math_task`), build the base policy
 (optionally fine-tuned on `#### <answer>` completions), then hand the population (`presets` x
 `num_seeds` GRPO-family learners) to `rljax.train.population.run`: one vmapped, jitted chunk of
 `chunk_steps` updates at a time, whose rewards come from the math-verify checker through
@@ -10,8 +11,8 @@ prompts with the template and tokenizer (`rljax.lm.tasks.math_task`), build the 
 bar, metrics.jsonl/csv, curves.png and the workdir lock. After every chunk each learner's
 quick pass@1 on the first `quick_problems` held-out problems is in the metrics; at the end
 `eval_samples` completions of every held-out problem per learner give pass@k
-(`rljax.lm.tasks.evaluation.summarize`), written to `<workdir>/results.json` with the config
-and the final evaluation's checker statistics.
+(`rljax.lm.tasks.rollout.evaluate_policy` with the checker as verifier), written to
+`<workdir>/results.json` with the config and the final evaluation's checker statistics.
 
 Keys follow the pipeline's rule (`rljax.agents.learner`): learner `s` of every preset starts
 from `learner_key(seed, s)`; the base (random initialization of the tiny model) from
@@ -20,8 +21,8 @@ from `learner_key(seed, s)`; the base (random initialization of the tiny model) 
 Models: "tiny" is the decoder built at the config's widths (random initialization, then SFT); a
 checkpoint folder (config.json + safetensors, `rljax.lm.model.hf`) is read at its own sizes with
 max_len = P + A and its parameters are the base (fine-tuned first only if `sft_steps > 0`).
-`tokenizer` is "bytes" (`math_task.ByteTokenizer`) or a tokenizer.json folder, and
-`chat_template` "plain" (`math_task.PlainTemplate`) or "model" (the tokenizer's chat template);
+`tokenizer` is "bytes" (`rljax.lm.model.tokenizer.ByteTokenizer`) or a tokenizer.json folder,
+and `chat_template` "plain" (`math_task.PLAIN`) or "model" (the tokenizer's chat template);
 the model config takes the tokenizer's stop and pad ids.
 
 Devices: the pipeline builds the mesh `mesh_shape` x `mesh_axes` (`population.make_mesh`; a
@@ -48,11 +49,12 @@ import numpy as np
 from rljax.agents import grpo, learner, sft
 from rljax.agents.grpo import presets
 from rljax.io import fingerprint, workdir_lock
+from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import DTYPES, TransformerConfig, init_params
 from rljax.lm.model.hf import checkpoint
 from rljax.lm.model.hf import config as hf_config
 from rljax.lm.model.hf.tokenizer import HFTokenizer
-from rljax.lm.tasks import evaluation, math_answers, math_data, math_task
+from rljax.lm.tasks import device_reward, math_answers, math_data, math_task, rollout
 from rljax.lm.tasks.batches import SeqBatch
 from rljax.lm.tasks.math_checker import Checker
 from rljax.parallel import distributed, sharding, steps
@@ -246,8 +248,11 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, bas
     rules = lm_mesh.RULES[run.rules]
     state_sh = sharding.tree_shardings(mesh, jax.eval_shape(start, arg), rules)
     state = jax.jit(start, out_shardings=state_sh)(arg)
+    texts = [p.prompt for p in problems]
+    completions = [math_task.completion(p) for p in problems]
     batch = SeqBatch(
-        *math_task.encode_sft(problems, tok, template, run.prompt_length, run.completion_length)
+        *tokenizer.encode_prompts(texts, run.prompt_length, tok, template),
+        *tokenizer.encode_completions(completions, run.completion_length, tok, truncate=True),
     )
     step, _, _ = steps.jit_step(
         lambda s, b: sft.update(s, b, cfg=cfg, model_cfg=model), mesh, state, batch,
@@ -260,40 +265,33 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, bas
     return state.params
 
 
-def pass_at_k(run, sampler, states, i, table, problems, checker, tok, key):
-    """`[N, n]` correctness of `eval_samples` completions per held-out problem by learner `i`
-    of `states`, and the texts (sampled on every process; judged on process 0, else None).
-    `sampler` is `lm_sharding.jit_learner_sample`'s `(sample, rows)`."""
-    n = run.eval_samples
-    rows = np.repeat(np.arange(len(problems)), n)
+def learner_sampler(sampler, params, i: int, key) -> rollout.Sampler:
+    """Learner `i` of the population `params` as `rollout.evaluate_policy`'s sampler: every row
+    at once on the sharded sampler (`lm_sharding.jit_learner_sample`'s `(sample, rows)`), with
+    `key` (sampled on every process; the completions only on process 0, else None)."""
     sample, row_sharding = sampler
-    prompts = [
-        jax.make_array_from_callback(x.shape, row_sharding, lambda idx, x=x: x[idx])
-        for x in (table.prompt_tokens[rows], table.prompt_mask[rows])
-    ]
-    out = sample(states.params, np.int32(i), *prompts, key)
-    if jax.process_index() != 0:
-        return None, None
-    decoded = [tok.decode(r) for r in np.asarray(out.tokens)]
-    refs = [problems[i].answer for i in rows]
-    correct, _ = math_task.judge(checker, refs, [t for t, _ in decoded], run.answer_modes)
-    finished = np.asarray([d for _, d in decoded])
-    table_correct = (np.asarray(correct) & finished).reshape(len(problems), n)
-    return table_correct, [
-        [t for t, _ in decoded[i * n : (i + 1) * n]] for i in range(len(problems))
-    ]
+
+    def sample_fn(prompt_tokens, prompt_mask, start):
+        del start  # one batch: every held-out problem
+        prompts = [
+            jax.make_array_from_callback(x.shape, row_sharding, lambda idx, x=x: x[idx])
+            for x in (prompt_tokens, prompt_mask)
+        ]
+        out = sample(params, np.int32(i), *prompts, key)
+        return np.asarray(out.tokens) if jax.process_index() == 0 else None
+
+    return sample_fn
 
 
 def load_tokenizer(run: MathRunConfig):
     """(tokenizer, template) of the run: bytes or the tokenizer folder; plain or its chat one."""
     path = tokenizer_dir(run)
     if path == "bytes":
-        return math_task.ByteTokenizer(), math_task.PlainTemplate()
-    hf = HFTokenizer.from_dir(path)
-    tok = math_task.PretrainedTokenizer(hf)
+        return tokenizer.ByteTokenizer(), math_task.PLAIN
+    tok = HFTokenizer.from_dir(path)
     if run.chat_template == "model":
-        return tok, math_task.ChatTemplate(hf)
-    return tok, math_task.PlainTemplate()
+        return tok, tokenizer.ChatTemplate(tok)
+    return tok, math_task.PLAIN
 
 
 def model_config(run: MathRunConfig, tok) -> TransformerConfig:
@@ -311,7 +309,7 @@ def model_config(run: MathRunConfig, tok) -> TransformerConfig:
         model, eos_ids=tuple(tok.eos_ids), pad_id=tok.pad_id, dtype=run.dtype, remat=run.remat,
         logits_chunk=run.logits_chunk,
     )  # fmt: skip
-    math_task.check_tokenizer(tok, model)
+    tokenizer.check_tokenizer(tok, model)
     return model
 
 
@@ -400,8 +398,9 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
     quick = test[: run.quick_problems]
     tok, template = load_tokenizer(run)
     model = model_config(run, tok)
-    train_table = math_task.make_table(train, tok, template, run.prompt_length)
-    test_table = math_task.make_table(test, tok, template, run.prompt_length)
+    prompts = dict(template=template, prompt_length=run.prompt_length)
+    train_table = device_reward.make_table(None, train, tok, **prompts)
+    test_table = device_reward.make_table(None, test, tok, **prompts)
     # The quick set is the first rows of the held-out table; the scorer's problems are the
     # training ones, then the quick set (its rows offset).
     quick_table = jax.tree.map(lambda x: x[: len(quick)], test_table)
@@ -444,12 +443,15 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
             temperature=run.temperature,
         )  # fmt: skip
         results = {"config": _results_config(run), "mesh": dict(mesh.shape), "learners": {}}
-        levels = np.asarray([p.level for p in test])
         key = jax.random.fold_in(learner.eval_key(run.seed), 0)  # quick evaluations: steps >= 1
+        verify = math_task.verifier(checker, run.answer_modes)
         for i, name in enumerate(learner_names(run)):
-            correct, texts = pass_at_k(run, sampler, states, i, test_table, test, checker, tok, key)
+            summary = rollout.evaluate_policy(
+                learner_sampler(sampler, states.params, i, key), verify, tok, test,
+                test_table.prompt_tokens, test_table.prompt_mask, num_samples=run.eval_samples,
+            )  # fmt: skip
             if main:
-                results["learners"][name] = evaluation.summarize(correct, texts, levels)
+                results["learners"][name] = summary
         results["checker"] = dict(checker.stats)
     if main:
         tmp = os.path.join(run.workdir, RESULTS + ".tmp")

@@ -46,12 +46,10 @@ def test_char_tokenizer_object_gives_the_modules_ids():
     batch = batches.encode_problems(TASK, problems)
     np.testing.assert_array_equal(batch.prompt_tokens, batches.encode_prompts(TASK, problems)[0])
     assert batch.prompt_tokens.shape == (len(problems), batches.prompt_length(TASK))
-    np.testing.assert_array_equal(
-        tokenizer.CHAR.encode_prompts([p.prompt for p in problems], 40)[0], tokens
-    )
-    np.testing.assert_array_equal(
-        tokenizer.CHAR.encode_prompts([p.prompt for p in problems], 40)[1], mask
-    )
+    texts = [p.prompt for p in problems]
+    np.testing.assert_array_equal(tokenizer.encode_prompts(texts, 40, tokenizer.CHAR)[0], tokens)
+    np.testing.assert_array_equal(tokenizer.encode_prompts(texts, 40, tokenizer.CHAR)[1], mask)
+    assert [tokenizer.CHAR.encode(t) for t in texts] == [tokenizer.encode(t) for t in texts]
     assert tokenizer.CHAR.decode(batch.completion_tokens[0]) == (problems[0].answer, True)
     assert device_reward.reward_kind("arithmetic") == "final_int"
 
@@ -100,7 +98,7 @@ def test_bpe_rewards_on_the_host_agree_with_the_character_rewards(bpe):
     texts[1] = problems[1].answer.rsplit("=", 1)[-1]  # the bare final value: also correct
     length = batches.completion_length(TASK)
     char_tokens, _ = tokenizer.encode_completions(texts, length)
-    bpe_tokens, _ = tok.encode_completions(texts, length)
+    bpe_tokens, _ = tokenizer.encode_completions(texts, length, tok)
     char_tokens[5, :] = tokenizer.encode("1")[0]  # unfinished: no EOS
     bpe_tokens[5, :] = tok.encode("1", add_special_tokens=False)[0]
     index = np.arange(len(problems), dtype=np.int32)

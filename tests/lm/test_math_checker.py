@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from math_verify import parse, verify
 
+from rljax.lm.model import tokenizer
 from rljax.lm.tasks import Problem, device_reward, math_answers, math_task
 from rljax.lm.tasks.math_checker import Checker
 from rljax.lm.tasks.math_data import LAYOUTS, parse_row
@@ -249,10 +250,11 @@ def test_bad_checker_settings_are_refused(kwargs, message):
 def test_reward_callback_under_vmap_and_jit_keeps_the_time_limit():
     """The device-reward callback with a population axis: every completion judged, the hostile
     ones wrong, and the whole call within (hostile answers / workers) deadlines plus slack."""
-    tok = math_task.ByteTokenizer()
+    tok = tokenizer.ByteTokenizer()
     problems = [Problem("q0", "7", 1), Problem("q1", "\\frac{1}{2}", 1)]
     table = jax.tree.map(
-        jnp.asarray, math_task.make_table(problems, tok, math_task.PlainTemplate(), 16)
+        jnp.asarray,
+        device_reward.make_table(None, problems, tok, template=math_task.PLAIN, prompt_length=16),
     )
     texts = [
         ["#### 7", "\\boxed{0.5}", "\\boxed{9^{9^{9^{9^{9}}}}}", "8"],

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from rljax.lm.tasks import Problem, math_data, math_task
+from rljax.lm.model import tokenizer
+from rljax.lm.tasks import Problem, device_reward, math_data
 
 GSM8K_ROWS = [
     {"question": "Natalia sold 48 clips in April and half as many in May. Total?",
@@ -113,13 +114,13 @@ def test_a_test_question_in_the_training_file_is_refused(tmp_path):
 
 
 def test_prompt_table_uses_the_template_and_tokenizer():
-    tok, template = math_task.ByteTokenizer(), math_task.PlainTemplate("Q: ", "\nA: ")
+    tok, template = tokenizer.ByteTokenizer(), tokenizer.PlainTemplate("Q: ", "\nA: ")
     problems = [Problem("Is 2 > 1?", "1", 2), Problem("Σ of 1, 2?", "3", 1)]
-    table = math_task.make_table(problems, tok, template, 24)
+    table = device_reward.make_table(None, problems, tok, template=template, prompt_length=24)
     text, finished = tok.decode(np.asarray(table.prompt_tokens[1]))
     assert (text, finished) == ("Q: Σ of 1, 2?\nA: ", False)
     assert table.prompt_tokens[1][table.prompt_mask[1] == 1][0] == tok.bos_id
     assert int(table.prompt_mask[0].sum()) == 1 + len("Q: Is 2 > 1?\nA: ")
     np.testing.assert_array_equal(table.level, [2, 1])
-    with pytest.raises(ValueError, match="problem 0 needs 17 prompt tokens > prompt_length=8"):
-        math_task.make_table(problems, tok, template, 8)
+    with pytest.raises(ValueError, match="prompt 0 .* needs 17 tokens > prompt length 8"):
+        device_reward.make_table(None, problems, tok, template=template, prompt_length=8)

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from test_math_rlvr import write_sample  # the GSM8K-layout sample rows, written the same way
 
+from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import TransformerConfig
 from rljax.lm.model.hf import checkpoint
 from rljax.lm.model.hf.tokenizer import HFTokenizer, train_bpe
-from rljax.lm.tasks import Problem, math_task
+from rljax.lm.tasks import Problem, device_reward, math_task
 from rljax.train import math_experiment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -114,35 +115,35 @@ def test_validate_names_the_model_tokenizer_and_chat_template_fields(tmp_path, c
 def test_model_config_takes_the_tokenizers_ids_and_refuses_a_larger_vocabulary(checkpoint_dir):
     run = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", "none", model=checkpoint_dir)
     tok, template = math_experiment.load_tokenizer(dataclasses.replace(run, chat_template="model"))
-    assert isinstance(template, math_task.ChatTemplate)
+    assert isinstance(template, tokenizer.ChatTemplate) and isinstance(tok, HFTokenizer)
     model = math_experiment.model_config(run, tok)
     assert (model.family, model.d_model, model.max_len) == ("qwen2", 32, 96 + 8)
     assert (model.eos_ids, model.pad_id) == (tok.eos_ids, tok.pad_id)
     assert model.vocab_size == tok.vocab_size + 4
     small = TransformerConfig(vocab_size=64)
     with pytest.raises(ValueError, match="tokenizer vocab_size=264 > the model's vocab_size=64"):
-        math_task.check_tokenizer(math_task.ByteTokenizer(), small)
+        tokenizer.check_tokenizer(tokenizer.ByteTokenizer(), small)
     other = TransformerConfig(vocab_size=400, eos_ids=(2,), pad_id=0)
     with pytest.raises(ValueError, match=r"the sampler needs the tokenizer's eos_ids=\(\d+,\)"):
-        math_task.check_tokenizer(tok, other)
+        tokenizer.check_tokenizer(tok, other)
 
 
 def test_chat_template_prompts_carry_the_markers_and_no_added_bos(tmp_path):
     hf = write_tokenizer(tmp_path / "tok")
-    tok = math_task.PretrainedTokenizer(hf)
     problems = [Problem("Tom has 3 apples and finds 4 more. How many now?", "7", 0)]
-    table = math_task.make_table(problems, tok, math_task.ChatTemplate(hf), 64)
+    chat = tokenizer.ChatTemplate(hf)
+    table = device_reward.make_table(None, problems, hf, template=chat, prompt_length=64)
     ids = table.prompt_tokens[0][table.prompt_mask[0] == 1].tolist()
     text = hf.tokenizer.decode(ids, skip_special_tokens=False)
     assert text == f"<|im_start|>user\n{problems[0].prompt}<|im_end|>\n<|im_start|>assistant\n"
     assert ids[0] == hf.tokenizer.token_to_id("<|im_start|>")  # no BOS (the tokenizer has none)
     assert (table.prompt_tokens[0][table.prompt_mask[0] == 0] == hf.pad_id).all()
-    plain = math_task.make_table(problems, tok, math_task.PlainTemplate(), 64)
+    plain = device_reward.make_table(None, problems, hf, template=math_task.PLAIN, prompt_length=64)
     plain_ids = plain.prompt_tokens[0][plain.prompt_mask[0] == 1].tolist()
     assert plain_ids == hf.encode(f"{problems[0].prompt}\nAnswer: ", add_special_tokens=False)
     # Completions decode up to the first stop id, as the scorer reads them.
     completion = [*hf.encode("#### 7", add_special_tokens=False), hf.eos_id, hf.pad_id]
-    assert tok.decode(np.asarray(completion)) == ("#### 7", True)
+    assert hf.decode(np.asarray(completion)) == ("#### 7", True)
 
 
 @pytest.mark.slow
@@ -150,31 +151,35 @@ def test_chat_template_prompts_carry_the_markers_and_no_added_bos(tmp_path):
 def test_entry_point_trains_grpo_from_a_checkpoint_with_its_chat_template(
     load_entry, checkpoint_dir, tmp_path, monkeypatch
 ):
-    """`--config.model=DIR --config.tokenizer=DIR --config.chat_template=model` on the tiny
-    preset: 2 GRPO steps of 2 learners from the checkpoint's parameters, rewards from the checker
-    inside the jitted step, pass@k on the held-out file."""
+    """`--config.model.path=DIR --config.model.tokenizer=DIR --config.model.chat_template=model`
+    on the tiny preset: 2 GRPO steps of 2 learners from the checkpoint's parameters, rewards
+    from the checker inside the jitted step, pass@k on the held-out file."""
     pairs = [(a, b) for a in range(10) for b in range(10) if a + b < 10]
     test = write_sample(tmp_path / "test.jsonl", pairs[::6])
     train = write_sample(tmp_path / "train.jsonl", [p for p in pairs if p not in pairs[::6]])
     tables = []
-    make_table = math_task.make_table
+    make_table = device_reward.make_table
 
-    def spy(problems, tok, template, prompt_length):
-        tables.append(make_table(problems, tok, template, prompt_length))
+    def spy(task, problems, tok, **prompts):
+        tables.append(make_table(task, problems, tok, **prompts))
         return tables[-1]
 
-    monkeypatch.setattr(math_task, "make_table", spy)
+    monkeypatch.setattr(device_reward, "make_table", spy)
     entry = load_entry("experiments/train_math.py")
     argv = ["train_math.py", "--config=configs/grpo_math.py:gsm8k,tiny"]
-    argv += [f"--config.train_path={train}", f"--config.test_path={test}"]
-    argv += [f"--config.model={checkpoint_dir}", f"--config.tokenizer={checkpoint_dir}"]
-    argv += ["--config.chat_template=model", "--config.sft_steps=0", "--config.steps=2"]
+    argv += [f"--config.data.train_path={train}", f"--config.data.test_path={test}"]
+    argv += [f"--config.model.path={checkpoint_dir}", f"--config.model.tokenizer={checkpoint_dir}"]
+    argv += ["--config.model.chat_template=model", "--config.sft.steps=0", "--config.run.steps=2"]
     argv += [
-        "--config.prompts_per_step=2",
-        "--config.group_size=2",
-        "--config.presets=grpo,dr_grpo",
+        "--config.run.prompts_per_step=2",
+        "--config.run.group_size=2",
+        "--config.sweep.preset=grpo,dr_grpo",
     ]
-    argv += ["--config.eval_problems=4", "--config.eval_samples=2", f"--workdir={tmp_path}/run"]
+    argv += [
+        "--config.eval.num_problems=4",
+        "--config.eval.num_samples=2",
+        f"--workdir={tmp_path}/run",
+    ]
     monkeypatch.chdir(ROOT)  # the config path is relative to the repository
     assert entry.main(argv) == 0
     with open(tmp_path / "run" / "results.json") as f:

@@ -1,4 +1,10 @@
-"""Problems -> fixed-shape token batches (the `[B, P]` prompt / `[B, A]` completion layout)."""
+"""Problems -> fixed-shape token batches (the `[B, P]` prompt / `[B, A]` completion layout).
+
+Every batch is made by `rljax.lm.model.tokenizer.encode_prompts` / `encode_completions`, for the
+toy tasks and math alike; what a toy task adds is its lengths (`prompt_length`,
+`completion_length`, bounds from its character counts) and its prompts' template (`PLAIN`: BOS and
+the problem's text). Math's lengths and template come from its run config.
+"""
 
 from __future__ import annotations
 
@@ -32,15 +38,18 @@ def completion_length(task: Task) -> int:
 def encode_prompts(
     task: Task, problems: list[Problem], tok=tokenizer.CHAR
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Prompt tokens and mask `[N, P]` (`tok`: `tokenizer.CHAR` or an `HFTokenizer`)."""
-    return tok.encode_prompts([p.prompt for p in problems], prompt_length(task))
+    """A toy task's prompt tokens and mask `[N, P]`: `tokenizer.encode_prompts` of the prompts
+    at `prompt_length(task)` (`tok`: `tokenizer.CHAR` or an `HFTokenizer`)."""
+    return tokenizer.encode_prompts([p.prompt for p in problems], prompt_length(task), tok)
 
 
 def encode_problems(task: Task, problems: list[Problem], tok=tokenizer.CHAR) -> SeqBatch:
-    """Prompts with their reference answers as completions: the SFT batch."""
+    """A toy task's prompts with their reference answers as completions: the SFT batch."""
     prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
     answers = [p.answer for p in problems]
-    completion_tokens, completion_mask = tok.encode_completions(answers, completion_length(task))
+    completion_tokens, completion_mask = tokenizer.encode_completions(
+        answers, completion_length(task), tok
+    )
     return SeqBatch(prompt_tokens, prompt_mask, completion_tokens, completion_mask)
 
 

@@ -12,6 +12,9 @@ Tasks that need a parser (countdown) call their host verifier through `jax.pure_
 so does every task under another tokenizer (a BPE tokenizer.json, `reward_kind`): its completions
 are decoded on the host by that tokenizer and judged by the same verifiers.
 
+`make_table` is the one builder of problem tables, for the toy tasks (rows with the device
+targets of their kind) and math (rows scored on the host only).
+
 Text is what `tokenizer.decode` makes of a completion: the tokens before the first EOS with PAD
 and BOS dropped. `visible_text` builds exactly that, left-aligned, on device.
 """
@@ -26,8 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.lm.model import tokenizer
-from rljax.lm.tasks import Problem, Task, reward, safe_verify
-from rljax.lm.tasks.batches import completion_length, encode_prompts
+from rljax.lm.tasks import Problem, Task, batches, reward, safe_verify
 from rljax.lm.tasks.grammar import parse_expression
 
 _DIGIT0 = tokenizer.encode("0")[0]
@@ -48,7 +50,8 @@ def reward_kind(task_name: str, tok=tokenizer.CHAR) -> str:
 
 
 class ProblemTable(NamedTuple):
-    """A task split as device arrays, one row per problem (`N` problems)."""
+    """A split as device arrays, one row per problem (`N` problems); rows made without a toy
+    task (math's: scored on the host by `index`) have no device targets (zeros, `A = 1`)."""
 
     prompt_tokens: jax.Array  # [N, P] int32, left-padded
     prompt_mask: jax.Array  # [N, P] int32
@@ -68,18 +71,48 @@ def _target_int(task: Task, problem: Problem) -> int:
     return 0
 
 
-def make_table(task: Task, problems: list[Problem], tok=tokenizer.CHAR) -> ProblemTable:
-    """Encodes `problems` of `task` into a `ProblemTable` (NumPy arrays; `jnp.asarray` to move);
-    `tok` encodes the prompts (the exact kind's targets are character ids: `reward_kind`)."""
-    if task.name not in KINDS:
+def make_table(
+    task: Task | None,
+    problems: list[Problem],
+    tok=tokenizer.CHAR,
+    *,
+    template=tokenizer.PLAIN,
+    prompt_length: int | None = None,
+) -> ProblemTable:
+    """Encodes `problems` into a `ProblemTable` (NumPy arrays; `jnp.asarray` to move).
+
+    Args:
+      task: a toy task, whose reward kind fills the device targets (the exact kind's targets are
+        character ids: `reward_kind`); or None: rows scored on the host only, by their `index`
+        into the problem list (math's, whose checker reads the answers there).
+      problems: the rows, in order.
+      tok: a `rljax.lm.model.tokenizer.Tokenizer`.
+      template: renders each prompt (`tokenizer.PLAIN`: the toy tasks'; math's plain or chat).
+      prompt_length: P (default: the toy task's `batches.prompt_length`; required without one).
+
+    Returns:
+      The table: prompts `tokenizer.encode_prompts(..., P, tok, template)`, levels, rows
+      `0..N-1`, targets `[N]`, `[N, A]` (A = the task's completion length; 1 without a task).
+    """
+    if task is not None and task.name not in KINDS:
         raise ValueError(f"task {task.name!r} has no reward kind; known: {sorted(KINDS)}")
+    if task is None and prompt_length is None:
+        raise ValueError("a table without a task needs its prompt_length")
     if not problems:
-        raise ValueError(f"task {task.name!r}: an empty problem list cannot be a table")
-    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
-    length = completion_length(task)
-    target_tokens = np.full((len(problems), length), tokenizer.PAD, np.int32)
-    target_len = np.zeros(len(problems), np.int32)
-    if reward_kind(task.name, tok) == "exact":
+        name = "" if task is None else f"task {task.name!r}: "
+        raise ValueError(f"{name}an empty problem list cannot be a table")
+    tokenizer.check_tokenizer(tok)
+    length = batches.prompt_length(task) if prompt_length is None else prompt_length
+    texts = [p.prompt for p in problems]
+    prompt_tokens, prompt_mask = tokenizer.encode_prompts(texts, length, tok, template)
+    n = len(problems)
+    target_int = np.zeros(n, np.int32)
+    answer_length = 1 if task is None else batches.completion_length(task)
+    target_tokens = np.full((n, answer_length), tokenizer.PAD, np.int32)
+    target_len = np.zeros(n, np.int32)
+    if task is not None:
+        target_int = np.asarray([_target_int(task, p) for p in problems], np.int32)
+    if task is not None and reward_kind(task.name, tok) == "exact":
         for row, problem in enumerate(problems):
             ids = tokenizer.encode(problem.answer)
             target_tokens[row, : len(ids)] = ids
@@ -87,11 +120,11 @@ def make_table(task: Task, problems: list[Problem], tok=tokenizer.CHAR) -> Probl
     return ProblemTable(
         prompt_tokens=prompt_tokens,
         prompt_mask=prompt_mask,
-        target_int=np.asarray([_target_int(task, p) for p in problems], np.int32),
+        target_int=target_int,
         target_tokens=target_tokens,
         target_len=target_len,
         level=np.asarray([p.level for p in problems], np.int32),
-        index=np.arange(len(problems), dtype=np.int32),
+        index=np.arange(n, dtype=np.int32),
     )
 
 

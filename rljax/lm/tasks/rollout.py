@@ -1,13 +1,15 @@
-"""Host-side generation and scoring: sample G completions per problem, decode, verify, reward.
+"""The held-out evaluation of a policy: n completions per problem, decoded, verified, pass@k.
 
-Sampling is the jitted KV-cache sampler; decoding and verification are plain Python on the host
-(verifiers parse strings; nothing is evaluated). Used by RL (G per prompt) and evaluation (n per
-problem) alike.
+`evaluate_policy` is the one evaluator of the toy tasks and math. What differs between them is
+passed in: the sampler (the toy tasks' jitted KV-cache sampler on one policy's parameters, math's
+sharded sampler of one learner of a population) and the verifier (a toy task's host verifier,
+`task_verifier`; math's checker, `rljax.lm.tasks.math_task.verifier`). Decoding and verification
+are plain Python on the host (verifiers parse strings; nothing is evaluated).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
@@ -15,7 +17,7 @@ import numpy as np
 from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import TransformerConfig
 from rljax.lm.model.sampling import sample
-from rljax.lm.tasks import Problem, Task, reward, safe_verify
+from rljax.lm.tasks import Problem, Task, safe_verify
 from rljax.lm.tasks.batches import completion_length, encode_prompts
 from rljax.lm.tasks.evaluation import summarize
 
@@ -23,100 +25,113 @@ sample_jit = jax.jit(
     sample, static_argnums=(1,), static_argnames=("max_new_tokens", "temperature", "top_p")
 )
 
-
-class Scored(NamedTuple):
-    """G samples for each of N problems, flattened problem-major to `N * G` rows."""
-
-    prompt_tokens: np.ndarray  # [N*G, P]
-    prompt_mask: np.ndarray  # [N*G, P]
-    completion_tokens: np.ndarray  # [N*G, A]
-    completion_mask: np.ndarray  # [N*G, A]
-    rewards: np.ndarray  # [N*G] float32
-    correct: np.ndarray  # [N*G] bool
-    finished: np.ndarray  # [N*G] bool: EOS emitted within the budget
-    texts: list[str]  # N*G decoded answers
+# (prompt tokens [R, P], prompt mask [R, P], first problem of the batch) -> completions [R, A],
+# or None on a process that does not judge (a multi-process run judges on process 0 only).
+Sampler = Callable[[np.ndarray, np.ndarray, int], np.ndarray | None]
+# (the problem of each completion, its decoded text) -> whether each answer is correct.
+Verifier = Callable[[list[Problem], list[str]], Sequence[bool]]
 
 
-def generate_and_score(
+def task_verifier(task: Task) -> Verifier:
+    """A toy task's host verifier (`safe_verify`) as a `Verifier`."""
+
+    def verify(problems: list[Problem], texts: list[str]) -> list[bool]:
+        return [safe_verify(task, p, t).correct for p, t in zip(problems, texts, strict=True)]
+
+    return verify
+
+
+def evaluate_policy(
+    sample_fn: Sampler,
+    verify: Verifier,
+    tok,
+    problems: list[Problem],
+    prompt_tokens: np.ndarray,
+    prompt_mask: np.ndarray,
+    *,
+    num_samples: int,
+    batch_problems: int = 0,
+) -> dict | None:
+    """pass@k (k = 1..n), distinct correct answers and accuracy by level of one policy.
+
+    A sample is correct when it ended (an EOS within its budget) and `verify` accepts its text:
+    correct[i, j] = finished[i, j] ∧ verify(problem i, text[i, j]).
+
+    Args:
+      sample_fn: the policy's `Sampler`, called once per batch of problems with each prompt
+        repeated `num_samples` times (rows problem-major).
+      verify: the `Verifier` of the task.
+      tok: decodes the completions (`rljax.lm.model.tokenizer.Tokenizer`).
+      problems: the N held-out problems.
+      prompt_tokens, prompt_mask: `[N, P]` their encoded prompts (a `ProblemTable`'s).
+      num_samples: n completions per problem.
+      batch_problems: problems per call of `sample_fn` (0: all at once).
+
+    Returns:
+      `rljax.lm.tasks.evaluation.summarize` of the `[N, n]` correctness table, or None where
+      `sample_fn` returned None.
+    """
+    step = batch_problems or len(problems)
+    correct, answers = [], []
+    for start in range(0, len(problems), step):
+        chunk = problems[start : start + step]
+        rows = slice(start, start + len(chunk))
+        tokens = sample_fn(
+            np.repeat(prompt_tokens[rows], num_samples, axis=0),
+            np.repeat(prompt_mask[rows], num_samples, axis=0),
+            start,
+        )
+        if tokens is None:
+            return None
+        decoded = [tok.decode(row) for row in np.asarray(tokens)]
+        texts = [text for text, _ in decoded]
+        finished = np.asarray([done for _, done in decoded], bool)
+        owners = [chunk[r // num_samples] for r in range(len(decoded))]
+        ok = finished & np.asarray(verify(owners, texts), bool)
+        correct.append(ok.reshape(len(chunk), num_samples))
+        answers.extend(texts[i * num_samples : (i + 1) * num_samples] for i in range(len(chunk)))
+    levels = np.asarray([p.level for p in problems])
+    return summarize(np.concatenate(correct), answers, levels)
+
+
+def evaluate(
     params,
     model_cfg: TransformerConfig,
     task: Task,
     problems: list[Problem],
     key: jax.Array,
     *,
-    group_size: int,
+    num_samples: int,
     temperature: float,
     top_p: float,
-    format_weight: float = 0.0,
-    tok=tokenizer.CHAR,
-) -> Scored:
-    """Samples `group_size` completions per problem and scores each with the task's verifier
-    (`tok` encodes the prompts and decodes the completions)."""
-    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
-    prompt_tokens = np.repeat(prompt_tokens, group_size, axis=0)
-    prompt_mask = np.repeat(prompt_mask, group_size, axis=0)
-    out = sample_jit(
-        params,
-        model_cfg,
-        prompt_tokens,
-        prompt_mask,
-        key,
-        max_new_tokens=completion_length(task),
-        temperature=temperature,
-        top_p=top_p,
-    )
-    tokens, mask = np.asarray(out.tokens), np.asarray(out.mask)
-    texts, finished, correct, rewards = [], [], [], []
-    for row, token_row in enumerate(tokens):
-        text, done = tok.decode(token_row)
-        verdict = safe_verify(task, problems[row // group_size], text)
-        texts.append(text)
-        finished.append(done)
-        correct.append(done and verdict.correct)
-        rewards.append(reward(verdict, done, format_weight=format_weight))
-    return Scored(
-        prompt_tokens,
-        prompt_mask,
-        tokens,
-        mask,
-        np.asarray(rewards, np.float32),
-        np.asarray(correct, bool),
-        np.asarray(finished, bool),
-        texts,
-    )
-
-
-def evaluate(
-    params,
-    model_cfg,
-    task,
-    problems,
-    key,
-    *,
-    num_samples,
-    temperature,
-    top_p,
     batch_problems: int = 128,
     tok=tokenizer.CHAR,
 ) -> dict:
-    """pass@k (k = 1..num_samples), distinct correct answers and accuracy by level."""
-    correct, answers = [], []
-    for start in range(0, len(problems), batch_problems):
-        chunk = problems[start : start + batch_problems]
-        scored = generate_and_score(
+    """`evaluate_policy` of a toy task for one policy's parameters: its prompts (`tok`), the
+    jitted sampler (batch b of problems with `fold_in(key, first problem of b)`) and the task's
+    verifier."""
+
+    def sample_fn(tokens, mask, start):
+        out = sample_jit(
             params,
             model_cfg,
-            task,
-            chunk,
+            tokens,
+            mask,
             jax.random.fold_in(key, start),
-            group_size=num_samples,
+            max_new_tokens=completion_length(task),
             temperature=temperature,
             top_p=top_p,
-            tok=tok,
         )
-        correct.append(scored.correct.reshape(len(chunk), num_samples))
-        answers.extend(
-            scored.texts[i * num_samples : (i + 1) * num_samples] for i in range(len(chunk))
-        )
-    levels = np.asarray([p.level for p in problems])
-    return summarize(np.concatenate(correct), answers, levels)
+        return np.asarray(out.tokens)
+
+    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
+    return evaluate_policy(
+        sample_fn,
+        task_verifier(task),
+        tok,
+        problems,
+        prompt_tokens,
+        prompt_mask,
+        num_samples=num_samples,
+        batch_problems=batch_problems,
+    )

@@ -1,11 +1,12 @@
 """Hugging Face tokenizers (`tokenizer.json`) and chat templates, in rljax's id layout.
 
-`HFTokenizer` mirrors `rljax.lm.model.tokenizer` for a pretrained model: `encode_prompts` gives
-left-padded `[N, P]` prompts, `encode_completions` right-padded `[N, A]` completions ending in
-EOS, and `decode` reads up to the first stop token. Chat templates are rendered with jinja2 in a
-sandbox configured the way transformers renders them (trim_blocks, lstrip_blocks, loop controls,
-`raise_exception`, a `tojson` that keeps non-ASCII text), so the prompt text equals
-`apply_chat_template`'s (tests/lm). `train_bpe` trains a small byte-level BPE tokenizer.
+`HFTokenizer` is a `rljax.lm.model.tokenizer.Tokenizer` for a pretrained model: `encode` adds no
+special tokens (a plain prompt's BOS is `bos_id`, the tokenizer_config's bos_token, put first by
+`tokenizer.encode_prompts`), and `decode` reads up to the first stop token. Chat templates are
+rendered with jinja2 in a sandbox configured the way transformers renders them (trim_blocks,
+lstrip_blocks, loop controls, `raise_exception`, a `tojson` that keeps non-ASCII text), so the
+prompt text equals `apply_chat_template`'s (tests/lm). `train_bpe` trains a small byte-level BPE
+tokenizer.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ class HFTokenizer:
         return self.eos_ids[0]
 
     @property
+    def bos_id(self) -> int | None:
+        """The id of tokenizer_config.json's bos_token (None without one)."""
+        return None if self.bos_token is None else self.tokenizer.token_to_id(self.bos_token)
+
+    @property
     def vocab_size(self) -> int:
         return self.tokenizer.get_vocab_size()
 
@@ -105,7 +111,9 @@ class HFTokenizer:
         blob = f"{self.tokenizer.to_str()}|{self.eos_ids}|{self.pad_id}"
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
-    def encode(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        """The text's ids; `add_special_tokens` applies tokenizer.json's post-processor (what
+        transformers' `encode` does by default)."""
         return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
 
     def apply_chat_template(self, messages: list[dict], *, add_generation_prompt: bool = True):
@@ -119,30 +127,6 @@ class HFTokenizer:
             bos_token=self.bos_token or "",
             eos_token=self.eos_token or "",
         )
-
-    def encode_prompts(self, prompts: list[str], length: int, *, add_special_tokens=True):
-        """Left-padded `[N, length]` int32 prompt ids and their 0/1 mask."""
-        tokens = np.full((len(prompts), length), self.pad_id, np.int32)
-        mask = np.zeros((len(prompts), length), np.int32)
-        for row, prompt in enumerate(prompts):
-            ids = self.encode(prompt, add_special_tokens=add_special_tokens)
-            if len(ids) > length:
-                raise ValueError(f"prompt {prompt!r} needs {len(ids)} tokens > length {length}")
-            tokens[row, length - len(ids) :] = ids
-            mask[row, length - len(ids) :] = 1
-        return tokens, mask
-
-    def encode_completions(self, answers: list[str], length: int):
-        """Right-padded `[N, length]` int32 ids (answer + EOS) and their 0/1 mask."""
-        tokens = np.full((len(answers), length), self.pad_id, np.int32)
-        mask = np.zeros((len(answers), length), np.int32)
-        for row, answer in enumerate(answers):
-            ids = [*self.encode(answer, add_special_tokens=False), self.eos_id]
-            if len(ids) > length:
-                raise ValueError(f"answer {answer!r} needs {len(ids)} tokens > length {length}")
-            tokens[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        return tokens, mask
 
     def decode(self, ids) -> tuple[str, bool]:
         """Text up to the first stop token (special tokens dropped), and whether one was found."""
