@@ -43,22 +43,19 @@ three numbers need up to 54, so some are redrawn shorter) and the claim-1 budget
 (about 4 direct samples or 1.7 DFS <=3 samples). Every size is a `Budget` field, checked by
 `validate` (the error names the field, its value and the allowed range).
 
-Rule: `_verdicts.vs_zero` on the 95% bootstrap interval of each difference; the study's verdict
-is `_verdicts.overall`. Writes results.md, results.json, budget.png (pass at T tokens) and
+Rule: `verdicts.vs_zero` on the 95% bootstrap interval of each difference; the study's verdict
+is `verdicts.overall`. Writes results.md, results.json, budget.png (pass at T tokens) and
 pass_at_k.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
-import _scratch  # noqa: E402
-import _verdicts  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -67,6 +64,8 @@ from rljax.agents import sft  # noqa: E402
 from rljax.lm.model.decoder import TransformerConfig  # noqa: E402
 from rljax.lm.tasks import countdown_search as cs  # noqa: E402
 from rljax.lm.tasks import device_reward  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_scratch as _scratch  # noqa: E402
 
 TASK = cs.TASK
 ARMS = {"direct": 0, "DFS <=1": 1, "DFS <=3": 3}  # arm -> max dead ends of its SFT traces
@@ -211,7 +210,8 @@ def evaluate(params, model_cfg, problems, key, budget: Budget) -> dict:
     }
 
 
-def run(args, budget: Budget) -> dict:
+def run(args) -> dict:
+    budget = QUICK if args.quick else DEFAULT
     data = datasets(args.seed, budget)
     model_cfg = TransformerConfig(
         d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4, d_ff=budget.d_ff,
@@ -311,22 +311,22 @@ def decide(out: dict, budget_tokens: int) -> tuple[dict, dict]:
     k1 = f"direct - DFS <=3, pass at {budget_tokens} tokens (SFT)"
     claims = {
         "direct solutions beat backtracking search at equal token budget": (
-            _verdicts.vs_zero(c[k1]["mean_ci"]),
+            verdicts.vs_zero(c[k1]["mean_ci"]),
             f"{k1} = {fmt(c[k1])}",
         ),
         "GRPO helps the backtracking model": (
-            _verdicts.vs_zero(c["DFS <=3: GRPO - SFT, pass@1"]["mean_ci"]),
+            verdicts.vs_zero(c["DFS <=3: GRPO - SFT, pass@1"]["mean_ci"]),
             f"DFS <=3: GRPO - SFT, pass@1 = {fmt(c['DFS <=3: GRPO - SFT, pass@1'])}",
         ),
     }
-    gain = _verdicts.vs_zero(c["direct: GRPO - SFT, pass@1"]["mean_ci"])
-    loss = _verdicts.vs_zero(c["direct: GRPO - SFT, pass@16"]["mean_ci"], higher_is_claimed=False)
+    gain = verdicts.vs_zero(c["direct: GRPO - SFT, pass@1"]["mean_ci"])
+    loss = verdicts.vs_zero(c["direct: GRPO - SFT, pass@16"]["mean_ci"], higher_is_claimed=False)
     both = (gain, loss)
     status = (
-        _verdicts.REPRODUCED if both == (_verdicts.REPRODUCED,) * 2
-        else _verdicts.PARTLY if _verdicts.REPRODUCED in both
-        else _verdicts.CONTRADICTED if _verdicts.CONTRADICTED in both
-        else _verdicts.UNDECIDED
+        verdicts.REPRODUCED if both == (verdicts.REPRODUCED,) * 2
+        else verdicts.PARTLY if verdicts.REPRODUCED in both
+        else verdicts.CONTRADICTED if verdicts.CONTRADICTED in both
+        else verdicts.UNDECIDED
     )  # fmt: skip
     claims["GRPO raises the direct model's pass@1 but lowers its pass@16"] = (
         status,
@@ -335,13 +335,14 @@ def decide(out: dict, budget_tokens: int) -> tuple[dict, dict]:
     )
     k4 = "DFS <=3 - DFS <=1, pass@1 after GRPO"
     claims["more backtracks in SFT traces give a higher pass@1 after GRPO"] = (
-        _verdicts.vs_zero(c[k4]["mean_ci"]),
+        verdicts.vs_zero(c[k4]["mean_ci"]),
         f"{k4} = {fmt(c[k4])}",
     )
     return comparisons, claims
 
 
-def plots(out: dict, workdir: str, budget: Budget) -> None:
+def plot(args, out: dict, _) -> None:
+    budget, workdir = QUICK if args.quick else DEFAULT, args.workdir
     samples, budgets = budget.samples, budget.budgets
     learners = out["learners"]
     curves = {}
@@ -368,7 +369,8 @@ def plots(out: dict, workdir: str, budget: Budget) -> None:
     )  # fmt: skip
 
 
-def report(args, budget: Budget, out: dict, start: float) -> str:
+def report(args, out: dict, record: dict) -> study.Report:
+    budget = QUICK if args.quick else DEFAULT
     budget_tokens = budget.tokens
     comparisons, claims = decide(out, budget_tokens)
     learners = out["learners"]
@@ -387,7 +389,7 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
                 )
                 for col in columns
             }
-    seconds = round(time.perf_counter() - start, 1)
+    seconds = round(record["seconds"], 1)
     lines = ["| arm | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"] + [
         f"| {r} | " + " | ".join(stats.format_interval(v[c], digits=3) for c in columns) + " |"
         for r, v in table.items()
@@ -395,7 +397,7 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
     notes = [
         "Per-claim verdicts (95% bootstrap intervals over seeds):",
         "",
-        *(f"- *{c}*: **{v}** — {why}." for c, (v, why) in claims.items()),
+        *study.claim_lines(claims),
         "",
         f"Held-out: {budget.test_problems} problems x {budget.samples} samples (T=1). tokens = "
         "mean generated tokens per sample (EOS included); backtracks = mean ';' per sample.",
@@ -421,14 +423,13 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
         f"{out['seconds']['eval']} s).",
     ]
     headline = f"pass at {budget_tokens} tokens"
-    return stats.write_results(
-        args.workdir,
+    return study.Report(
         title="To backtrack or not: DFS traces vs direct solutions on Countdown (#207, #69)",
         claim="On Countdown, direct solutions sampled in parallel beat sequential search with "
         "backtracking at equal compute; GRPO helps the backtracking model; the direct model "
         "gains pass@1 under RL but loses diversity; (#69) the number of backtracks in SFT "
         "traces shapes the RL result.",
-        verdict=_verdicts.overall(claims),
+        claims=claims,
         reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
         arms={r: v[headline] for r, v in table.items()},
         metric=f"held-out {headline}",
@@ -449,25 +450,12 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
     )
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    args = _scratch.parse_flags(
-        argv,
-        description=__doc__.split("\n")[0],
-        workdir="runs/backtracking",
-        seeds_help="learners per arm",
-        steps=24,
-        steps_help="GRPO updates per learner",
-    )
-    budget = QUICK if args.quick else DEFAULT
-    validate(budget)
-    start = time.perf_counter()
-    out = run(args, budget)
-    text = report(args, budget, out, start)
-    plots(out, args.workdir, budget)
-    print(text)
-    return out
-
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/backtracking", run=run, report=report, plot=plot,
+    seeds=3, steps=24, quick=_scratch.QUICK, low=_scratch.LOW,
+    check=lambda args: validate(QUICK if args.quick else DEFAULT),
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

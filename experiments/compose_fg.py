@@ -32,22 +32,19 @@ seed, each arm against its own base; 95% bootstrap interval over seeds):
   3. RL beats RFT on levels 3-5;   4. RL beats next-token training on levels 3-5.
 
 Rule: a claim holds when the interval of its difference is above 0, fails when below, and is
-"not at this scale" otherwise (`_verdicts.vs_zero`); the study's verdict is `_verdicts.overall`.
+"not at this scale" otherwise (`verdicts.vs_zero`); the study's verdict is `verdicts.overall`.
 Writes results.md, results.json, levels.png (pass@1 by level per arm) and rl_curve.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
-import _scratch  # noqa: E402
-import _verdicts  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -62,6 +59,8 @@ from rljax.lm.tasks import (  # noqa: E402
 )
 from rljax.lm.tasks.base import Problem  # noqa: E402
 from rljax.lm.tasks.batches import SeqBatch  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_scratch as _scratch  # noqa: E402
 
 TASK = compose.TASK
 PROMPT_LEN = TASK.max_prompt_chars + 1
@@ -187,7 +186,8 @@ def supervised_arm(kind: str, config, bases, rl_table, references: SeqBatch, ste
     return params, np.asarray(accuracy)
 
 
-def run(args, budget: Budget) -> dict:
+def run(args) -> dict:
+    budget = QUICK if args.quick else DEFAULT
     data = datasets(args.seed, budget)
     rng = np.random.default_rng(args.seed + 1)
     model_cfg = model_config(budget)
@@ -267,12 +267,15 @@ def decide(passes: dict) -> tuple[dict, dict, dict]:
         ("RL beats next-token training on levels 3-5", "RL - NTP, levels 3-5"),
     ):
         c = comparisons[key]
-        status = _verdicts.vs_zero(c["mean_ci"])
+        status = verdicts.vs_zero(c["mean_ci"])
         claims[claim] = (status, f"{key} = {stats.format_interval(c)}")
     return {"levels 3-5": high, "target L2": target}, comparisons, claims
 
 
-def plots(passes: dict, curves: dict, workdir: str) -> None:
+def plot(args, out: dict, _) -> None:
+    passes, curves, workdir = out["passes"], out["curves"], args.workdir
+    with open(os.path.join(workdir, "splits.json"), "w") as f:
+        json.dump({k: len(v) for k, v in out["data"]["test"].items()}, f)
     names = list(passes)
     rows = ("base", *ARMS)
     x = np.arange(len(names))
@@ -292,27 +295,26 @@ def plots(passes: dict, curves: dict, workdir: str) -> None:
     )  # fmt: skip
 
 
-def report(args, budget: Budget, out: dict, start: float) -> str:
-    passes = out["passes"]
+def report(args, out: dict, record: dict) -> study.Report:
+    passes, budget = out["passes"], QUICK if args.quick else DEFAULT
     per_seed, comparisons, claims = decide(passes)
     rows = ("base", *ARMS)
     table = {
         r: {name: stats.summarize(passes[name][i]) for name in passes} for i, r in enumerate(rows)
     }
-    seconds = round(time.perf_counter() - start, 1)
+    seconds = round(record["seconds"], 1)
     head = ["| arm | " + " | ".join(passes) + " |", "|---" * (len(passes) + 1) + "|"]
     lines = head + [
         f"| {r} | " + " | ".join(stats.format_interval(table[r][n]) for n in passes) + " |"
         for r in rows
     ]
-    claim_lines = [f"- *{c}*: **{v}** — {why}." for c, (v, why) in claims.items()]
     comp_lines = ["| comparison (paired per seed) | mean [95% CI] |", "|---|---|"] + [
         f"| {k} | {stats.format_interval(c)} |" for k, c in comparisons.items()
     ]
     notes = [
         "Per-claim verdicts (95% bootstrap intervals over seeds of the paired differences):",
         "",
-        *claim_lines,
+        *study.claim_lines(claims),
         "",
         f"Held-out pass@1 ({budget.eval_problems} problems per set x {budget.eval_samples} "
         "samples, T=1), mean [95% CI] over seeds; L = number of composed functions:",
@@ -331,13 +333,12 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
         f"{out['seconds']['sft']} s, stage 2 {out['seconds']['train']} s, evaluation "
         f"{out['seconds']['eval']} s).",
     ]
-    return stats.write_results(
-        args.workdir,
+    return study.Report(
         title="From f(x) and g(x) to f(g(x)): RL vs RFT vs next-token training (#81)",
         claim="RL on level-2 compositions teaches composition: it generalizes to deeper "
         "compositions and to a held-out target task, where RFT and next-token training on the "
         "same data do not.",
-        verdict=_verdicts.overall(claims),
+        claims=claims,
         reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
         arms={r: stats.summarize(per_seed["levels 3-5"][r]) for r in rows},
         metric="held-out pass@1, levels 3-5",
@@ -357,26 +358,11 @@ def report(args, budget: Budget, out: dict, start: float) -> str:
     )
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    args = _scratch.parse_flags(
-        argv,
-        description=__doc__.split("\n")[0],
-        workdir="runs/compose_fg",
-        seeds_help="learners (bases) per arm",
-        steps=30,
-        steps_help="stage-2 updates per learner",
-    )
-    budget = QUICK if args.quick else DEFAULT
-    start = time.perf_counter()
-    out = run(args, budget)
-    text = report(args, budget, out, start)
-    plots(out["passes"], out["curves"], args.workdir)
-    with open(os.path.join(args.workdir, "splits.json"), "w") as f:
-        json.dump({k: len(v) for k, v in out["data"]["test"].items()}, f)
-    print(text)
-    return out
-
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/compose_fg", run=run, report=report, plot=plot,
+    seeds=3, steps=30, quick=_scratch.QUICK, low=_scratch.LOW,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)
+    STUDY.entry()

@@ -37,20 +37,18 @@ accuracy_updates.png, accuracy_tokens.png, accuracy_wall.png, accuracy_level<k>.
 zero_var.png and levels.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import json  # noqa: E402
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
-import _verdicts  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import stats  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 DELTA = 0.25  # the narrow balanced band |p̂ − ½| ≤ δ
 PLAIN = {
@@ -65,6 +63,7 @@ FILTERED = {
 ALL_LEVELS = {"max_level": 0}  # SFT, RL and evaluation on levels 1-3
 HARDEST = "3"
 RESAMPLES = 1000
+CHUNK = 10  # updates between quick evaluations
 
 
 def populations(quick: bool) -> list[repro.Population]:
@@ -135,7 +134,7 @@ def reach_ratio(base: dict, arm: dict, key: str, scale: tuple[float, float] = (1
     return {"ratio": point, "ci": [float(lo), float(hi)], "target": target}
 
 
-def verdicts(arms: dict, curves: dict, per_step: dict) -> tuple[dict, list[str]]:
+def decide(arms: dict, curves: dict, per_step: dict) -> dict:
     reach = {}
     for label in FILTERED:
         reach[f"{label}: tokens"] = reach_ratio(curves["uniform"], curves[label], "tokens")
@@ -180,8 +179,7 @@ def verdicts(arms: dict, curves: dict, per_step: dict) -> tuple[dict, list[str]]
         ),
         f"the curricula generalize better to the hardest level ({HARDEST})": (v2, why2),
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons, "reach": reach}, lines
+    return {"claims": claims, "comparisons": comparisons, "reach": reach}
 
 
 def _ratio(r: dict) -> str:
@@ -191,9 +189,9 @@ def _ratio(r: dict) -> str:
 
 
 def _combine(signs: list[str]) -> str:
-    """A claim made for both arms, from their signs: ``_verdicts.over_arms`` (all '+':
+    """A claim made for both arms, from their signs: ``verdicts.over_arms`` (all '+':
     reproduced; some '+': partly; contradicted only when every arm is '-'; else not at scale)."""
-    return _verdicts.over_arms([_verdicts.SIGNS[s] for s in signs])
+    return verdicts.over_arms([verdicts.SIGNS[s] for s in signs])
 
 
 def _plot_lines(series: dict, path: str, *, title: str, xlabel: str, ylabel: str) -> None:
@@ -214,9 +212,10 @@ def _plot_lines(series: dict, path: str, *, title: str, xlabel: str, ylabel: str
     plt.close(fig)
 
 
-def plots(result: dict, curves: dict, per_step: dict, workdir: str, chunk: int) -> None:
-    arms = result["arms"]
-    ends = repro.chunk_ends(result["updates"], chunk)
+def plot(args, result: dict, _) -> None:
+    arms, curves, per_step, workdir = (result["arms"], result["curves"], result["per_step"],
+                                       args.workdir)  # fmt: skip
+    ends = repro.chunk_ends(result["updates"], 1 if args.quick else CHUNK)
     x = result["updates"][ends]
     stats.plot_bands(
         x,
@@ -275,20 +274,17 @@ def plots(result: dict, curves: dict, per_step: dict, workdir: str, chunk: int) 
     )
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/curricula", seeds=4, steps=100)
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    start = time.perf_counter()
-    chunk = 10
+def run(args) -> dict:
     pops = populations(args.quick)
-    result = repro.train(args, pops, chunk_steps=chunk, final_samples=16, final_problems=300)
-    arms = result["arms"]
+    result = repro.train(args, pops, repro.testbed_config(__file__, args), chunk_steps=CHUNK,
+                         final_samples=16, final_problems=300)  # fmt: skip
     per_step = seconds_per_step(args.workdir, pops)
-    quick_chunk = 1 if args.quick else chunk
-    curves = eval_curves(result, quick_chunk)
+    curves = eval_curves(result, 1 if args.quick else CHUNK)
+    return {**result, "per_step": per_step, "curves": curves}
+
+
+def report(args, result: dict, record: dict) -> study.Report:
+    arms, curves, per_step = result["arms"], result["curves"], result["per_step"]
     columns = {"pass@1": lambda a: repro.final(a, "pass@1"), **repro.level_columns(arms)}
     columns["zero-var share"] = lambda a: repro.late(a, "groups/zero_var_frac", fraction=1.0)
     columns["kept share"] = lambda a: repro.late(a, "groups/kept_frac", fraction=1.0)
@@ -298,7 +294,7 @@ def main(argv=None):
             a, f"{repro.CURRICULUM}level{lv}", fraction=1.0
         )
     rows = repro.summaries(arms, columns)
-    decided, claim_lines = verdicts(arms, curves, per_step)
+    decided = decide(arms, curves, per_step)
     base = next(iter(arms.values()))["base"]
     by_level = ", ".join(f"level {k} {v:.3f}" for k, v in base["pass@1_by_level"].items())
     context = [
@@ -319,12 +315,11 @@ def main(argv=None):
         *(f"| {name} | {_ratio(r)} | {r['target']:.3f} |" for name, r in decided["reach"].items()),
         "",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
+        record,
         decided,
-        claim_lines,
         rows,
         title="Difficulty filtering and curricula (#182, #175, #177)",
         claim="Balanced online difficulty filtering reaches plain GRPO's final reward sooner; "
@@ -348,10 +343,13 @@ def main(argv=None):
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
         },
     )
-    plots(result, curves, per_step, args.workdir, quick_chunk)
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/curricula", run=run, report=report, plot=plot,
+    seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -20,7 +20,7 @@ Every `PROBE` updates one sample per held-out prompt (100 per level) is classifi
 (`formats.classify`) and verified; at the end 8 samples per prompt give pass@1 per level and the
 final format shares. Level 3 never appears in RL: its gain is the easy-to-hard transfer.
 
-Claims, each decided from the numbers with 95% bootstrap intervals over seeds (`_verdicts`):
+Claims, each decided from the numbers with 95% bootstrap intervals over seeds (`verdicts`):
   1. collapse: at each size the leading format's share of completions (levels 1-2) rises from
      the base's, and ends at >= COLLAPSE (its interval's lower end);
   2. scale decides the winner: the leading formats of the two sizes differ, each ahead of the
@@ -33,28 +33,26 @@ Default: 2 sizes x 3 seeds x 100 updates; results.md records the wall time of ea
 results.md, results.json, shares_small.png, shares_large.png, pass_at_1.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
 import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
-import _verdicts  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import stats  # noqa: E402
+from rljax import cli, stats  # noqa: E402
 from rljax.agents import grpo, learner, sft  # noqa: E402
 from rljax.agents.grpo import groups, presets  # noqa: E402
 from rljax.lm.model import tokenizer  # noqa: E402
 from rljax.lm.model.decoder import TransformerConfig, num_params  # noqa: E402
 from rljax.lm.tasks import device_reward, formats, train_test_split  # noqa: E402
 from rljax.lm.tasks.batches import completion_length, encode_prompts, prompt_length  # noqa: E402
-from rljax.train import lm_base  # noqa: E402
+from rljax.train import lm_base, study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 SIZES = {
     "small": {"d_model": 32, "n_layers": 1, "n_heads": 4, "d_ff": 128},
@@ -210,12 +208,11 @@ def _paired(values) -> dict:
     return stats.summarize([float(v) for v in values])
 
 
-def _sign(summary: dict) -> str:
-    lo, hi = summary["mean_ci"]
-    return "+" if lo > 0 else "-" if hi < 0 else "0"
+def _sign_of(summary: dict) -> str:
+    return verdicts.sign(summary["mean_ci"])
 
 
-def decide(runs: dict) -> tuple[dict, list[str], dict]:
+def decide(runs: dict) -> tuple[dict, dict]:
     """The four claims' statuses and the figures they rest on."""
     figures, claims = {}, {}
     winners, collapse, gain, transfer = {}, [], [], []
@@ -229,26 +226,26 @@ def decide(runs: dict) -> tuple[dict, list[str], dict]:
         share = _paired(final[:, w])
         figures[f"{size}: {name} share rise"] = rise
         figures[f"{size}: {name} final share"] = share
-        amplified = _verdicts.SIGNS[_sign(rise)]
-        if amplified == _verdicts.REPRODUCED and share["mean_ci"][0] < COLLAPSE:
-            amplified = _verdicts.PARTLY
+        amplified = verdicts.SIGNS[_sign_of(rise)]
+        if amplified == verdicts.REPRODUCED and share["mean_ci"][0] < COLLAPSE:
+            amplified = verdicts.PARTLY
         collapse.append(amplified)
         easy_gain = _paired(np.asarray(r["final"]["easy"]) - np.asarray(r["base"]["easy"]))
         corr = _paired([_corr(r["shares"][s, :, w], r["easy"][s]) for s in range(len(final))])
         figures[f"{size}: pass@1 gain (levels 1-2)"] = easy_gain
         figures[f"{size}: corr(winner share, pass@1)"] = corr
-        signs = {_sign(easy_gain), _sign(corr)}
+        signs = {_sign_of(easy_gain), _sign_of(corr)}
         gain.append(
-            _verdicts.REPRODUCED if signs == {"+"} else _verdicts.CONTRADICTED
-            if signs == {"-"} else _verdicts.PARTLY if "+" in signs else _verdicts.UNDECIDED
+            verdicts.REPRODUCED if signs == {"+"} else verdicts.CONTRADICTED
+            if signs == {"-"} else verdicts.PARTLY if "+" in signs else verdicts.UNDECIDED
         )  # fmt: skip
         hard = _paired(
             np.asarray(r["final"]["pass@1"][HARD]) - np.asarray(r["base"]["pass@1"][HARD])
         )
         figures[f"{size}: pass@1 gain (level {HARD})"] = hard
-        transfer.append(_verdicts.SIGNS[_sign(hard)])
+        transfer.append(verdicts.SIGNS[_sign_of(hard)])
     claims["RL amplifies one format until it dominates (share >= 0.8)"] = (
-        _verdicts.over_arms(collapse),
+        verdicts.over_arms(collapse),
         ", ".join(
             f"{s}: {formats.FORMATS[winners[s]]} {_fmt(figures[f'{s}: {formats.FORMATS[winners[s]]} final share'])}"  # noqa: E501
             f" (rise {_fmt(figures[f'{s}: {formats.FORMATS[winners[s]]} share rise'])})"
@@ -257,7 +254,7 @@ def decide(runs: dict) -> tuple[dict, list[str], dict]:
     )
     claims["the winning format depends on the model size"] = _scale_claim(runs, winners, figures)
     claims["the collapse goes with the gain (levels 1-2)"] = (
-        _verdicts.over_arms(gain),
+        verdicts.over_arms(gain),
         ", ".join(
             f"{s}: gain {_fmt(figures[f'{s}: pass@1 gain (levels 1-2)'])}, correlation "
             f"{_fmt(figures[f'{s}: corr(winner share, pass@1)'])}"
@@ -265,12 +262,11 @@ def decide(runs: dict) -> tuple[dict, list[str], dict]:
         ),
     )
     claims[f"easy-to-hard: RL on levels 1-2 raises level-{HARD} pass@1"] = (
-        _verdicts.over_arms(transfer),
+        verdicts.over_arms(transfer),
         ", ".join(f"{s}: {_fmt(figures[f'{s}: pass@1 gain (level {HARD})'])}" for s in runs),
     )
-    lines = [f"- *{c}*: **{v}** — {why}." for c, (v, why) in claims.items()]
     named = {s: formats.FORMATS[w] for s, w in winners.items()}
-    return claims, lines, {"figures": figures, "winners": named}
+    return claims, {"figures": figures, "winners": named}
 
 
 def _scale_claim(runs: dict, winners: dict, figures: dict) -> tuple[str, str]:
@@ -284,13 +280,13 @@ def _scale_claim(runs: dict, winners: dict, figures: dict) -> tuple[str, str]:
             other = int(np.argsort(final.mean(0))[-2])
         d = _paired(final[:, w] - final[:, other])
         figures[f"{size}: {formats.FORMATS[w]} − {formats.FORMATS[other]} share"] = d
-        lead[size] = (_sign(d), formats.FORMATS[w], formats.FORMATS[other], d)
+        lead[size] = (_sign_of(d), formats.FORMATS[w], formats.FORMATS[other], d)
     why = "; ".join(f"{s}: {w} − {o} {_fmt(d)}" for s, (_, w, o, d) in lead.items())
     both = all(v[0] == "+" for v in lead.values())
     if wa != wb:
-        status = _verdicts.REPRODUCED if both else _verdicts.UNDECIDED
+        status = verdicts.REPRODUCED if both else verdicts.UNDECIDED
     else:
-        status = _verdicts.CONTRADICTED if both else _verdicts.UNDECIDED
+        status = verdicts.CONTRADICTED if both else verdicts.UNDECIDED
     return status, why
 
 
@@ -306,7 +302,8 @@ def _fmt(s: dict) -> str:
     return f"{s['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
-def plots(runs: dict, workdir: str) -> None:
+def plot(args, out: dict, _) -> None:
+    runs, workdir = out["runs"], args.workdir
     for size, r in runs.items():
         curves = {f: r["shares"][:, :, k] for k, f in enumerate(formats.FORMATS)}
         stats.plot_bands(
@@ -321,22 +318,29 @@ def plots(runs: dict, workdir: str) -> None:
     )  # fmt: skip
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/echo_chamber", seeds=3, steps=60)
+def add_flags(parser) -> None:
+    repro.flags(parser)
     parser.add_argument("--sft_steps", type=int, default=800, help="SFT steps per base")
     parser.add_argument("--base_cache_dir", default="runs/lm_base")
-    args = parser.parse_args(argv)
-    if args.sft_steps < 25:
-        parser.error(f"--sft_steps={args.sft_steps} is invalid; allowed: an integer >= 25")
+
+
+def check(args) -> None:
     if not args.quick and args.steps > PROBE and args.steps % PROBE:
-        parser.error(f"--steps={args.steps} is invalid; allowed: <= {PROBE} or a multiple of it")
-    repro.check_flags(parser, args)
-    start, cpu_start = time.perf_counter(), time.process_time()
+        raise cli.ConfigError(
+            f"--steps={args.steps} is invalid; allowed: <= {PROBE} or a multiple of it"
+        )
+
+
+def run(args) -> dict:
+    cpu_start = time.process_time()
     mixed, train, test = data(args.quick)
     runs = {size: train_size(args, size, mixed, train, test) for size in SIZES}
-    claims, lines, decided = decide(runs)
+    return {"mixed": mixed, "test": test, "runs": runs, "cpu_start": cpu_start}
+
+
+def report(args, out: dict, record: dict) -> study.Report:
+    mixed, test, runs = out["mixed"], out["test"], out["runs"]
+    claims, decided = decide(runs)
     rows = {}
     for size, r in runs.items():
         row = {}
@@ -347,16 +351,16 @@ def main(argv=None):
             row[f"base L{lv}"] = _paired(r["base"]["pass@1"][lv])
             row[f"final L{lv}"] = _paired(r["final"]["pass@1"][lv])
         rows[size] = row
-    seconds = round(time.perf_counter() - start, 1)
-    cpu_seconds = round(time.process_time() - cpu_start, 1)  # all threads: a load-free measure
+    seconds = round(record["seconds"], 1)
+    cpu_seconds = round(time.process_time() - out["cpu_start"], 1)  # all threads: load-free
     sft_mix = {f: float(np.mean([p.info == f for p in mixed])) for f in formats.FORMATS}
     # the classifier that measures the shares, on the traces the bases were trained on
     sft_classified = float(np.mean([formats.classify(p.answer) == p.info for p in mixed]))
     notes = [
         "Per-claim verdicts (95% bootstrap intervals over seeds; a claim over both sizes holds "
-        "when it holds at each, `_verdicts.over_arms`):",
+        "when it holds at each, `verdicts.over_arms`):",
         "",
-        *lines,
+        *study.claim_lines(claims),
         "",
         f"SFT mix (share of traces per format): {sft_mix}. Models: "
         + ", ".join(f"{s} {r['params']:,} params" for s, r in runs.items())
@@ -388,13 +392,12 @@ def main(argv=None):
         }
         for s, r in runs.items()
     }
-    text = stats.write_results(
-        args.workdir,
+    return study.Report(
         title="Echo chamber (#50): RL amplifies one pretraining format",
         claim="RL post-training collapses onto one format of the pretraining mix, which one "
         "depends on model size, the collapse goes with the gain, and training on easy problems "
         "transfers to harder ones.",
-        verdict=_verdicts.overall(claims),
+        claims=claims,
         reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
         arms={s: row[f"final {decided['winners'][s]}"] for s, row in rows.items()},
         metric="final share of the winning format (levels 1-2)",
@@ -417,10 +420,14 @@ def main(argv=None):
         },  # fmt: skip
         notes=notes,
     )
-    plots(runs, args.workdir)
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/echo_chamber", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=3, steps=60, quick=repro.QUICK,
+    low={**repro.LOW, "sft_steps": 25},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -15,7 +15,7 @@ five arms train as five populations of `--seeds` learners over the same base and
 MLP projection with alpha = 32 (scale 32 / r) and a step size 10x the full-parameter one (the
 ratio the report above finds optimal; no tuning here).
 
-Verdict rule (per claim, experiments/_verdicts.py): the 95% interval of mean(gain_LoRA) −
+Verdict rule (per claim, rljax/train/verdicts.py): the 95% interval of mean(gain_LoRA) −
 0.8 × mean(gain_full) (bootstrap over seeds, `rljax.stats.compare`) above zero: reproduced;
 below zero: contradicted; straddling zero: not at this scale. The best rank is the one with the
 highest mean gain (a selection over four ranks, so its claim is optimistic).
@@ -26,46 +26,33 @@ Writes results.md, results.json and rank.png to --workdir.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import json
 import os
-import sys
 import time
 
-from rljax import prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _verdicts  # noqa: E402
 import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rljax import cli, machine, stats  # noqa: E402
+from rljax import machine, stats  # noqa: E402
 from rljax.agents.grpo import presets  # noqa: E402
-from rljax.train import lm_experiment  # noqa: E402
+from rljax.train import lm_experiment, study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 RANKS = (1, 2, 4, 8)
 ALPHA = 32.0
 LORA_LR_FACTOR = 10.0
 SHARE = 0.8  # the claimed share of the full-parameter gain
-_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "grpo.py")
-
-
-def _testbed_config(arg: str):
-    spec = importlib.util.spec_from_file_location("grpo_config", _CONFIG)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_config(arg)
 
 
 def arm_config(args, rank: int):
     """The run config of one arm (rank 0: full parameters)."""
-    c = _testbed_config("arithmetic,tiny" if args.quick else "arithmetic,fast")
+    c = repro.testbed_config(__file__, args)
     c.num_seeds, c.seed, c.progress = args.seeds, args.seed, not args.no_progress
     c.run.steps = args.steps
     c.run.chunk_steps = min(c.run.chunk_steps, args.steps) if not args.quick else 1
@@ -121,11 +108,13 @@ def trained_bytes(run) -> int:
 
 def claim(lora_gains, full_gains) -> dict:
     c = stats.compare(list(lora_gains), [SHARE * g for g in full_gains])
-    status = _verdicts.vs_zero(c["diff_ci"])
+    status = verdicts.vs_zero(c["diff_ci"])
     return {"diff": c["diff"], "diff_ci": c["diff_ci"], "status": status}
 
 
-def plot(arms: dict, path: str, title: str) -> None:
+def plot(args, out: dict, _) -> None:
+    arms, path = out["arms"], os.path.join(args.workdir, "rank.png")
+    title = f"LoRA rank vs full ({args.seeds} seeds)"
     fig, ax = plt.subplots(figsize=(5, 3.5))
     names = list(arms)
     for i, name in enumerate(names):
@@ -145,21 +134,7 @@ def plot(arms: dict, path: str, title: str) -> None:
     plt.close(fig)
 
 
-def main():
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", default=os.path.join("runs", "lora_rank"))
-    parser.add_argument("--quick", action="store_true", help="tiny model, 3 seeds, 2 updates")
-    parser.add_argument("--seeds", type=int, default=5, help="learners per arm")
-    parser.add_argument("--seed", type=int, default=0, help="first seed of the set")
-    parser.add_argument("--steps", type=int, default=100, help="RL updates per learner")
-    parser.add_argument("--no_progress", action="store_true")
-    args = parser.parse_args()
-    if args.quick:
-        args.seeds, args.steps = 3, 2
-    for name, low in (("seeds", 3), ("steps", 1), ("seed", 0)):
-        if getattr(args, name) < low:
-            parser.error(f"--{name}={getattr(args, name)} is invalid; allowed: an integer >= {low}")
+def run(args) -> dict:
     runs = dict(arm_config(args, rank) for rank in (0, *RANKS))
     for run in runs.values():  # every arm checked before anything trains
         lm_experiment.validate(run)
@@ -169,6 +144,11 @@ def main():
         arms[name] = train_arm(run)
         arms[name]["bytes_per_learner"] = sizes[name]
         arms[name]["gain"] = stats.summarize(arms[name]["gains"])
+    return {"arms": arms, "config": dataclasses.asdict(runs["full"])}
+
+
+def report(args, out: dict, record: dict) -> study.Files:
+    arms = out["arms"]
     lora_names = [f"rank{r}" for r in RANKS]
     best = max(lora_names, key=lambda n: arms[n]["gain"]["mean"])
     claims = {
@@ -177,7 +157,7 @@ def main():
         ),
         f"rank 1 >= {SHARE:.0%} of full": claim(arms["rank1"]["gains"], arms["full"]["gains"]),
     }
-    verdict = _verdicts.overall({k: c["status"] for k, c in claims.items()})
+    verdict = verdicts.overall({k: c["status"] for k, c in claims.items()})
     full_mean = arms["full"]["gain"]["mean"]
     lines = [
         f"# LoRA rank study: {'arithmetic,tiny (quick)' if args.quick else 'arithmetic,fast'}, "
@@ -201,22 +181,23 @@ def main():
         lo, hi = c["diff_ci"]
         lines.append(f"| {name} | {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] | {c['status']} |")
     lines += ["", f"Verdict: **{verdict}** (rule: module docstring of experiments/lora_rank.py)"]
-    text = "\n".join(lines) + "\n"
-    os.makedirs(args.workdir, exist_ok=True)
-    with open(os.path.join(args.workdir, "results.md"), "w") as f:
-        f.write(text)
-    out = {
-        "arms": arms, "claims": claims, "verdict": verdict, "best_rank": best,
-        "seeds": args.seeds, "seed": args.seed, "steps": args.steps, "quick": args.quick,
-        "machine": machine.describe(), "date": time.strftime("%Y-%m-%d"),
-        "config": dataclasses.asdict(runs["full"]) | {"lora_alpha": ALPHA,
-                                                       "lora_lr_factor": LORA_LR_FACTOR},
-    }  # fmt: skip
-    with open(os.path.join(args.workdir, "results.json"), "w") as f:
-        json.dump(out, f, indent=1, default=str)
-    plot(arms, os.path.join(args.workdir, "rank.png"), f"LoRA rank vs full ({args.seeds} seeds)")
-    print(text)
+    return study.Files(
+        {
+            "arms": arms, "claims": claims, "verdict": verdict, "best_rank": best,
+            "seeds": args.seeds, "seed": args.seed, "steps": args.steps, "quick": args.quick,
+            "machine": record["machine"], "date": record["date"],
+            "config": out["config"] | {"lora_alpha": ALPHA, "lora_lr_factor": LORA_LR_FACTOR},
+        },
+        "\n".join(lines) + "\n",
+    )  # fmt: skip
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir=os.path.join("runs", "lora_rank"), run=run,
+    report=report, plot=plot, seeds=5, steps=100, quick=repro.QUICK, low=repro.LOW,
+    flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(main)
+    STUDY.entry()

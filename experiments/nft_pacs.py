@@ -25,16 +25,16 @@ machine 10 min 21 s wall, 1049 s CPU, identical results; --quick ~40 s CPU.
 Writes results.md, results.json and pass_at_k.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
-import estimator_audit  # noqa: E402
+import estimator_audit  # noqa: E402  (its nft_identity_check)
+
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 PRESETS = ("grpo", "nft", "pacs", "cispo")
 
@@ -45,7 +45,7 @@ def identity(seeds: int) -> dict:
     return {k: [c[k] for c in checks] for k in checks[0]}
 
 
-def verdicts(arms: dict, exact: dict, n: int) -> tuple[dict, list[str]]:
+def decide(arms: dict, exact: dict, n: int) -> dict:
     top = {k: repro.final(a, f"pass@{n}") for k, a in arms.items()}
     p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
     comparisons = {
@@ -67,39 +67,30 @@ def verdicts(arms: dict, exact: dict, n: int) -> tuple[dict, list[str]]:
     else:
         v1, why1 = "contradicted", f"the gradients differ by {worst:.1e} relative"
     signs = [comparisons[f"pacs vs {r} (pass@{n})"]["sign"] for r in ("grpo", "nft")]
-    if signs == ["+", "+"]:
-        v2, why2 = "reproduced", f"PACS has the higher pass@{n} than GRPO and NFT"
-    elif "+" not in signs and "-" in signs:
-        v2, why2 = "contradicted", f"PACS − GRPO is {signs[0]}, PACS − NFT is {signs[1]}"
-    elif signs == ["0", "0"]:
-        v2, why2 = "not at this scale", f"PACS ties GRPO and NFT at pass@{n}"
-    else:
-        v2, why2 = "partly", f"PACS − GRPO is {signs[0]}, PACS − NFT is {signs[1]}"
+    v2 = verdicts.from_signs(signs)
+    why2 = {
+        "reproduced": f"PACS has the higher pass@{n} than GRPO and NFT",
+        "not at this scale": f"PACS ties GRPO and NFT at pass@{n}",
+    }.get(v2, f"PACS − GRPO is {signs[0]}, PACS − NFT is {signs[1]}")
     claims = {
         "on policy, NFT's gradient equals GRPO's up to the normalization": (v1, why1),
         f"PACS has the better pass@{n}": (v2, why2),
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/nft_pacs", seeds=5, steps=100)
-    parser.add_argument("--identity_batches", type=int, default=10, help="random batches, (i)")
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    if args.identity_batches < 3:
-        parser.error(f"--identity_batches={args.identity_batches} is invalid; allowed: >= 3")
-    start = time.perf_counter()
+def run(args) -> dict:
     exact = identity(3 if args.quick else args.identity_batches)
     pop = repro.Population("population", {p: {"preset": p} for p in PRESETS})
-    result = repro.train(args, [pop], chunk_steps=25, final_samples=256, final_problems=64)
-    arms = result["arms"]
+    result = repro.train(args, [pop], repro.testbed_config(__file__, args), chunk_steps=25,
+                         final_samples=256, final_problems=64)  # fmt: skip
+    return {**result, "identity": exact}
+
+
+def report(args, result: dict, record: dict) -> study.Report:
+    arms, exact = result["arms"], result["identity"]
     n = 4 if args.quick else 256
     rows = repro.summaries(arms, repro.pass_columns(n))
-    decided, claim_lines = verdicts(arms, exact, n)
     base = next(iter(arms.values()))["base"]
     context = [
         f"Part (i) over {len(exact['dr_grpo_max_rel_diff'])} random on-policy batches: largest "
@@ -113,12 +104,11 @@ def main(argv=None):
         f"Base: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f} "
         f"({base['num_problems']} held-out problems, n = {n}).",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms, exact, n),
         rows,
         title="NFT ≡ GRPO (#210); GRPO vs NFT vs PACS (#85) vs CISPO (#54)",
         claim="On policy NFT's gradient is GRPO's up to the normalization; trained, PACS has "
@@ -128,14 +118,28 @@ def main(argv=None):
         context=context,
         extra={"identity": exact, "base": {k: v for k, v in base.items() if k != "pass_at_k"}},
     )
+
+
+def plot(args, result: dict, _) -> None:
+    n = 4 if args.quick else 256
     repro.plot_pass_at_k(
-        arms,
+        result["arms"],
         os.path.join(args.workdir, "pass_at_k.png"),
         f"GRPO, NFT, PACS, CISPO: held-out pass@k (n = {n})",
     )
-    print(text)
-    return args.workdir
 
+
+def add_flags(p) -> None:
+    repro.flags(p)
+    p.add_argument("--identity_batches", type=int, default=10, help="random batches, (i)")
+
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/nft_pacs", run=run, report=report, plot=plot,
+    seeds=5, steps=100, quick=repro.QUICK, low={**repro.LOW, "identity_batches": 3},
+    flags=add_flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -23,15 +23,14 @@ wall under a load of ~5 (other jobs running), 787 s CPU (all threads); --quick ~
 results.md, results.json, hard_accuracy.png, zero_adv.png and entropy.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 SYMMETRIC = {"eps_low": 0.2, "eps_high": 0.2}
 ASYMMETRIC = {"eps_low": 0.16, "eps_high": 0.24}
@@ -43,6 +42,7 @@ ARMS = {
 }
 DAPO = {"DAPO": {"advantage": "grpo", "eps_low": 0.2, "eps_high": 0.28, "dynamic_sampling": 1}}
 HARD = {"max_level": 0, "min_level": 3}  # SFT on every level, RL and evaluation on level 3
+CHUNK = 20  # updates between quick evaluations
 
 
 def populations(quick: bool) -> list[repro.Population]:
@@ -51,7 +51,7 @@ def populations(quick: bool) -> list[repro.Population]:
     return [repro.Population("hard", ARMS, run=HARD), repro.Population("hard_dapo", DAPO, run=HARD)]
 
 
-def verdicts(arms: dict) -> tuple[dict, list[str]]:
+def decide(arms: dict) -> dict:
     p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
     zero = {k: repro.late(a, "groups/zero_adv_frac", fraction=1.0) for k, a in arms.items()}
     comparisons = {
@@ -76,14 +76,11 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
     else:
         v1, why1 = "contradicted", "calibration does not lower the share of zero-advantage groups"
     beats = [sign["NGRPO vs GRPO (hard pass@1)"], sign["NGRPO vs DAPO (hard pass@1)"]]
-    if beats == ["+", "+"]:
-        v2, why2 = "reproduced", "NGRPO beats GRPO and DAPO on hard pass@1"
-    elif "-" in beats and "+" not in beats:
-        v2, why2 = "contradicted", f"NGRPO − GRPO is {beats[0]}, NGRPO − DAPO is {beats[1]}"
-    elif beats == ["0", "0"]:
-        v2, why2 = "not at this scale", "NGRPO ties GRPO and DAPO on hard pass@1"
-    else:
-        v2, why2 = "partly", f"NGRPO − GRPO is {beats[0]}, NGRPO − DAPO is {beats[1]}"
+    v2 = verdicts.from_signs(beats)
+    why2 = {
+        "reproduced": "NGRPO beats GRPO and DAPO on hard pass@1",
+        "not at this scale": "NGRPO ties GRPO and DAPO on hard pass@1",
+    }.get(v2, f"NGRPO − GRPO is {beats[0]}, NGRPO − DAPO is {beats[1]}")
     s3 = sign["NGRPO vs calibration only (hard pass@1)"]
     v3, why3 = {
         "+": ("reproduced", "calibration without the asymmetric clip is worse"),
@@ -95,12 +92,12 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
         "NGRPO beats GRPO and DAPO on the hard split": (v2, why2),
         "the asymmetric clip is needed with calibration": (v3, why3),
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
-def plots(result: dict, workdir: str, chunk: int) -> None:
-    updates, arms = result["updates"], result["arms"]
+def plot(args, result: dict, _) -> None:
+    updates, arms, workdir = result["updates"], result["arms"], args.workdir
+    chunk = 1 if args.quick else CHUNK
     repro.plot_curve(
         arms, updates, "pass@1/mean", os.path.join(workdir, "hard_accuracy.png"),
         title="NGRPO on the hard split: quick level-3 pass@1",
@@ -116,17 +113,12 @@ def plots(result: dict, workdir: str, chunk: int) -> None:
         )  # fmt: skip
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/ngrpo_hard", seeds=4, steps=100)
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    start = time.perf_counter()
-    chunk = 20
-    result = repro.train(
-        args, populations(args.quick), chunk_steps=chunk, final_samples=16, final_problems=100
-    )
+def run(args) -> dict:
+    return repro.train(args, populations(args.quick), repro.testbed_config(__file__, args),
+                       chunk_steps=CHUNK, final_samples=16, final_problems=100)  # fmt: skip
+
+
+def report(args, result: dict, record: dict) -> study.Report:
     arms = result["arms"]
     n = 4 if args.quick else 16
     rows = repro.summaries(
@@ -139,19 +131,17 @@ def main(argv=None):
             "entropy": lambda a: repro.late(a, "entropy"),
         },
     )
-    decided, claim_lines = verdicts(arms)
     base = next(iter(arms.values()))["base"]
     context = [
         f"Base on the hard split: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f}."
         " Shares are means over all updates; entropy over the last 20%. DAPO's entropy and "
         "zero-advantage share are over the groups it keeps (those with mixed rewards).",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms),
         rows,
         title="NGRPO (#93): advantage calibration × asymmetric clip on a hard split",
         claim="Calibrating advantages with a virtual max-reward sample lets all-wrong groups "
@@ -161,10 +151,13 @@ def main(argv=None):
         context=context,
         extra={"base": base},
     )
-    plots(result, args.workdir, 1 if args.quick else chunk)
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/ngrpo_hard", run=run, report=report, plot=plot,
+    seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

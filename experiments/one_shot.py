@@ -23,9 +23,9 @@ k-shot runs draw every prompt of every step from their examples (``train_example
   1 example (π2); 2 examples (π1, π2); the full set (2,200 problems).
 
 Claims: "one example approaches the full set" and "test accuracy keeps rising after training
-accuracy saturates" are judged per selected example and combined by `_verdicts.over_arms`
+accuracy saturates" are judged per selected example and combined by `verdicts.over_arms`
 (holds when it holds for every example; fails only when it fails for every one); "entropy alone
-helps" on π1; the overall verdict by `_verdicts.overall`. Metrics per arm over seeds: held-out
+helps" on π1; the overall verdict by `verdicts.overall`. Metrics per arm over seeds: held-out
 pass@1 (200 problems × 16 samples) and its gain over the base; training accuracy under the
 verifier (on the k examples); post-saturation generalization: the quick held-out pass@1 gain
 from the first evaluation after training accuracy (mean over 10 updates) reaches 0.9 to the end
@@ -39,23 +39,20 @@ first problem, three populations) took 7.4 min wall on an idle Intel Xeon.
 Writes results.md, results.json, test_accuracy.png and train_accuracy.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
-import _verdicts  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import stats  # noqa: E402
+from rljax import cli, stats  # noqa: E402
 from rljax.agents.grpo.groups import PROBLEM_KEY  # noqa: E402
 from rljax.lm.tasks import selection  # noqa: E402
-from rljax.train import lm_experiment  # noqa: E402
+from rljax.train import lm_experiment, study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 SMALL, LARGE = 0.001, 0.01  # entropy-bonus coefficients
 # No "without weight decay" arm: at lr 3e-4 the decay 1e-4 shrinks a weight by lr·wd = 3e-8 per
@@ -105,7 +102,7 @@ def populations(picks: list[int]) -> list[repro.Population]:
     return pops
 
 
-def select(args, chunk: int) -> dict:
+def select(args, base, chunk: int) -> dict:
     """Trains (or reuses) the selection run and ranks its pool by accuracy variance.
 
     Returns {"pool", "steps", "learners", "min_visits", "ranking": [{index, example, variance,
@@ -114,7 +111,8 @@ def select(args, chunk: int) -> dict:
     """
     run_args = argparse.Namespace(**{**vars(args), "steps": args.select_steps})
     pop = selection_population(args.select_pool)
-    result = repro.train(run_args, [pop], chunk_steps=chunk, final_samples=2, final_problems=32)
+    result = repro.train(run_args, [pop], base, chunk_steps=chunk, final_samples=2,
+                         final_problems=32)  # fmt: skip
     curves = result["arms"][SELECTION]["curves"]
     accuracy = np.stack(
         [curves[f"{PROBLEM_KEY}{i}"] for i in range(args.select_pool)], axis=-1
@@ -127,7 +125,7 @@ def select(args, chunk: int) -> dict:
         )
     with np.errstate(all="ignore"):
         mean = np.nanmean(accuracy.reshape(-1, args.select_pool), axis=0)
-    run = repro.testbed(args, pop, chunk_steps=chunk, final_samples=2, final_problems=32)
+    run = repro.testbed(args, pop, base, chunk_steps=chunk, final_samples=2, final_problems=32)
     train = lm_experiment.problems(run)[1]
     ranking = [
         {
@@ -184,15 +182,14 @@ def after_saturation(post: list[float], k: int) -> tuple[str, str]:
         )
     s = stats.summarize(post)
     lo, hi = s["mean_ci"]
-    v = "reproduced" if lo > 0 else "contradicted" if hi < 0 else "not at this scale"
     return (
-        v,
+        verdicts.vs_zero([lo, hi]),
         f"π{k}: test gain after saturation {stats.format_interval(s)} over {len(post)} learners",
     )
 
 
-def verdicts(arms: dict, post: dict, num: int) -> tuple[dict, list[str]]:
-    """Claims over the `num` selected examples (combined by `_verdicts.over_arms`)."""
+def decide(arms: dict, post: dict, num: int) -> dict:
+    """Claims over the `num` selected examples (combined by `verdicts.over_arms`)."""
     gain = {k: repro.gains(a) for k, a in arms.items()}
     zero = [0.0] * len(gain[FULL])
     comparisons = {
@@ -220,7 +217,7 @@ def verdicts(arms: dict, post: dict, num: int) -> tuple[dict, list[str]]:
     }  # fmt: skip
     claims = {}
     for claim, found in per_example.items():
-        combined = _verdicts.over_arms(found) if len(found) > 1 else found[0][0]
+        combined = verdicts.over_arms(found) if len(found) > 1 else found[0][0]
         claims[claim] = (combined, "; ".join(f"{why} ({v})" for v, why in found))
     claims = {
         "one example approaches the full set": claims["one example approaches the full set"],
@@ -229,12 +226,12 @@ def verdicts(arms: dict, post: dict, num: int) -> tuple[dict, list[str]]:
             "test accuracy keeps rising after training accuracy saturates"
         ],
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
-def plots(result: dict, workdir: str, ends: np.ndarray) -> None:
-    updates, arms = result["updates"], result["arms"]
+def plot(args, result: dict, _) -> None:
+    updates, arms, workdir = result["updates"], result["arms"], args.workdir
+    ends = repro.chunk_ends(updates, 1 if args.quick else 10)
     repro.plot_curve(
         arms, updates, "pass@1/mean", os.path.join(workdir, "test_accuracy.png"),
         title="1-shot RLVR: quick held-out pass@1", ylabel="pass@1 (held-out)", at=ends,
@@ -269,7 +266,7 @@ def selection_lines(sel: dict) -> list[str]:
 
 
 def add_flags(parser) -> None:
-    repro.add_flags(parser, "runs/one_shot", seeds=3, steps=100)
+    repro.flags(parser)
     parser.add_argument(
         "--select_pool", type=int, default=128,
         help="selection run: rank the first n training problems (--quick: 8)",
@@ -283,42 +280,32 @@ def add_flags(parser) -> None:
     )
 
 
-def check_flags(parser, args) -> None:
-    repro.check_flags(parser, args)
-    if args.quick:
-        args.select_pool, args.select_steps = 8, 2
-    for name, low in (("select_pool", 2), ("select_steps", 1), ("examples", 2)):
-        value = getattr(args, name)
-        if value < low:
-            parser.error(f"--{name}={value} is invalid; allowed: an integer >= {low}")
+def check(args) -> None:
     if args.examples > args.select_pool:
-        parser.error(
+        raise cli.ConfigError(
             f"--examples={args.examples} is invalid; allowed: at most --select_pool="
             f"{args.select_pool}"
         )
     chunk = 1 if args.quick else 10
     if args.select_steps % min(chunk, args.select_steps):
-        parser.error(
+        raise cli.ConfigError(
             f"--select_steps={args.select_steps} is invalid; allowed: a multiple of {chunk}"
         )
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    add_flags(parser)
-    args = parser.parse_args(argv)
-    check_flags(parser, args)
-    start = time.perf_counter()
-    chunk = 1 if args.quick else 10
-    sel = select(args, chunk)
-    result = repro.train(
-        args, populations(sel["picks"]), chunk_steps=chunk, final_samples=16, final_problems=200
-    )
+def run(args) -> dict:
+    chunk, base = 1 if args.quick else 10, repro.testbed_config(__file__, args)
+    sel = select(args, base, chunk)
+    result = repro.train(args, populations(sel["picks"]), base, chunk_steps=chunk,
+                         final_samples=16, final_problems=200)  # fmt: skip
     result["seconds"]["select"] = sel["seconds"]
     result["cpu_seconds"]["select"] = sel["cpu_seconds"]
-    arms = result["arms"]
-    ends = repro.chunk_ends(result["updates"], chunk)
+    return {**result, "selection": sel}
+
+
+def report(args, result: dict, record: dict) -> study.Report:
+    arms, sel = result["arms"], result["selection"]
+    ends = repro.chunk_ends(result["updates"], 1 if args.quick else 10)
     post = {k: post_saturation(a, result["updates"], ends) for k, a in arms.items()}
     columns = {
         "pass@1": lambda a: repro.final(a, "pass@1"),
@@ -327,7 +314,6 @@ def main(argv=None):
         "entropy": lambda a: repro.late(a, "entropy"),
     }
     rows = repro.summaries(arms, columns)
-    decided, claim_lines = verdicts(arms, post, args.examples)
     base = next(iter(arms.values()))["base"]
     examples = result["examples"]
     context = [
@@ -341,12 +327,11 @@ def main(argv=None):
         + "; ".join(f"{k}: {[round(v, 3) for v in vs]}" for k, vs in post.items()),
         "",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms, post, args.examples),
         rows,
         title="1-shot RLVR and entropy-only training (#124)",
         claim="One training example approaches the full set; entropy alone helps; test "
@@ -362,10 +347,15 @@ def main(argv=None):
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
         },
     )
-    plots(result, args.workdir, ends)
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/one_shot", run=run, report=report, plot=plot,
+    flags=add_flags, check=check, seeds=3, steps=100,
+    quick={**repro.QUICK, "select_pool": 8, "select_steps": 2},
+    low={**repro.LOW, "select_pool": 2, "select_steps": 1, "examples": 2},
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

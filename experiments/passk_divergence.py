@@ -31,15 +31,14 @@ Measured on the 2-core CPU (Intel Xeon, jax 0.10.2, 2026-11-24, commit 233aed7):
 results.json and pass_at_k.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 ARMS = {
     "no divergence": {"preset": "grpo", "divergence": "none", "kl_coef": 0.0},
@@ -54,7 +53,7 @@ K3 = "reverse KL (k3)"
 SFT = {"steps": 250, "noise": 0.85}  # brief and sloppy: low pass@1, wide coverage on level 3
 
 
-def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
+def decide(arms: dict, n: int) -> dict:
     base = next(iter(arms.values()))["base"]
     comparisons = {}
     for name, arm in arms.items():
@@ -93,34 +92,27 @@ def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
     if SELF in arms:  # SELF against the same values trained on every problem
         c = repro.effect(repro.final(arms[SELF], f"pass@{n}"), repro.final(arms[K3], f"pass@{n}"))
         comparisons[f"{SELF} − reverse KL (k3) (pass@{n})"] = c
-        v4 = (
-            {"+": "reproduced", "-": "contradicted"}[c["sign"]]
-            if c["sign"] != "0"
-            else ("not at this scale")
+        why4 = f"pass@{n} {study.diff_text(c['diff'], c['diff_ci'], 3)} against k3 on every problem"
+        claims["SELF's curation (least likely problems only) improves pass@k"] = (
+            verdicts.SIGNS[c["sign"]],
+            why4,
         )
-        lo, hi = c["diff_ci"]
-        why4 = f"pass@{n} {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] against k3 on every problem"
-        claims["SELF's curation (least likely problems only) improves pass@k"] = (v4, why4)
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/passk_divergence", seeds=4, steps=100)
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    start = time.perf_counter()
+def run(args) -> dict:
     pops = [
         repro.Population("divergences", ARMS, sft=SFT, run=HARD),
         repro.Population("self", {SELF: ARMS[K3]}, sft=SFT, run=SELF_RUN),
     ]
-    result = repro.train(args, pops, chunk_steps=20, final_samples=256, final_problems=64)
+    return repro.train(args, pops, repro.testbed_config(__file__, args), chunk_steps=20,
+                       final_samples=256, final_problems=64)  # fmt: skip
+
+
+def report(args, result: dict, record: dict) -> study.Report:
     arms = result["arms"]
     n = 4 if args.quick else 256
     rows = repro.summaries(arms, repro.pass_columns(n))
-    decided, claim_lines = verdicts(arms, n)
     base = next(iter(arms.values()))["base"]
     meets = base["pass@1"] < 0.05 and base[f"pass@{n}"] > 0.5
     k16 = f"pass@{min(16, n)}"
@@ -131,12 +123,11 @@ def main(argv=None):
         f"split {'meets' if meets else 'does NOT meet'} pass@1 < 5% and pass@{n} > 50%. The "
         "base is one model: comparisons with it treat its value as fixed.",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms, n),
         rows,
         title="pass@k of base vs RL × the choice of divergence (#48, #59, #234)",
         claim="RL wins at small k; with no or reverse KL the base wins at large k; forward KL "
@@ -149,14 +140,22 @@ def main(argv=None):
             "split_meets_target": meets,
         },
     )
+
+
+def plot(args, result: dict, _) -> None:
+    n = 4 if args.quick else 256
     repro.plot_pass_at_k(
-        arms,
+        result["arms"],
         os.path.join(args.workdir, "pass_at_k.png"),
         f"Level-3 pass@k: base vs RL by divergence (n = {n})",
     )
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/passk_divergence", run=run, report=report,
+    plot=plot, seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -26,21 +26,21 @@ wall under load (tests running alongside), 607 s CPU (all threads); --quick ~40 
 results.md, results.json, accuracy.png and accuracy_level<k>.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
+from rljax.train import study  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 SIGNALS = ("verifier", "random", "inverted", "format_only", "majority")
 ALL_LEVELS = {"max_level": 0}  # SFT, RL and evaluation on levels 1-3
+CHUNK = 20  # updates between quick evaluations
 
 
-def verdicts(arms: dict) -> tuple[dict, list[str]]:
+def decide(arms: dict) -> dict:
     gain = {k: repro.gains(a) for k, a in arms.items()}
     comparisons = {
         f"{k} gain vs 0 (pass@1)": repro.effect(gain[k], [0.0] * len(gain[k])) for k in SIGNALS
@@ -73,13 +73,12 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
         "on clean data only the correct reward improves accuracy": (v1, why1),
         "the inverted reward degrades accuracy": (v2, why2),
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons, "gain": gain}, lines
+    return {"claims": claims, "comparisons": comparisons, "gain": gain}
 
 
-def plots(result: dict, workdir: str, chunk: int) -> None:
-    updates, arms = result["updates"], result["arms"]
-    ends = repro.chunk_ends(updates, chunk)
+def plot(args, result: dict, _) -> None:
+    updates, arms, workdir = result["updates"], result["arms"], args.workdir
+    ends = repro.chunk_ends(updates, 1 if args.quick else CHUNK)
     repro.plot_curve(
         arms, updates, "pass@1/mean", os.path.join(workdir, "accuracy.png"),
         title="Reward validity: quick held-out pass@1 (all levels)", ylabel="pass@1", at=ends,
@@ -94,34 +93,29 @@ def plots(result: dict, workdir: str, chunk: int) -> None:
         )  # fmt: skip
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/reward_validity", seeds=3, steps=100)
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    start = time.perf_counter()
-    chunk = 20
+def run(args) -> dict:
     pop = repro.Population("signals", {k: {"reward": k} for k in SIGNALS}, run=ALL_LEVELS)
-    result = repro.train(args, [pop], chunk_steps=chunk, final_samples=16, final_problems=300)
+    return repro.train(args, [pop], repro.testbed_config(__file__, args), chunk_steps=CHUNK,
+                       final_samples=16, final_problems=300)  # fmt: skip
+
+
+def report(args, result: dict, record: dict) -> study.Report:
     arms = result["arms"]
     columns = {"pass@1": lambda a: repro.final(a, "pass@1"), "gain": repro.gains}
     columns.update(repro.level_columns(arms))
     columns["train accuracy"] = lambda a: repro.late(a, "correct/mean")
     rows = repro.summaries(arms, columns)
-    decided, claim_lines = verdicts(arms)
     base = next(iter(arms.values()))["base"]
     by_level = ", ".join(f"level {k} {v:.3f}" for k, v in base["pass@1_by_level"].items())
     context = [
         f"Base: pass@1 {base['pass@1']:.3f} ({by_level}; {base['num_problems']} held-out "
         "problems). Train accuracy is the verifier's, over the last 20% of updates.",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms),
         rows,
         title="Reward validity on clean data (#61): verifier vs random, inverted, format, majority",
         claim="On clean data only the correct reward improves accuracy; random and incorrect "
@@ -131,10 +125,13 @@ def main(argv=None):
         context=context,
         extra={"base": {k: v for k, v in base.items() if k != "pass_at_k"}},
     )
-    plots(result, args.workdir, 1 if args.quick else chunk)
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/reward_validity", run=run, report=report,
+    plot=plot, seeds=3, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

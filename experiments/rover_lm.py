@@ -29,16 +29,16 @@ default 8 min 28 s wall, 498 s CPU (the SFT base cached by passk_divergence.py o
 +~1 min); --quick ~35 s. Writes results.md, results.json, pass_at_k.png and entropy.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
 import passk_divergence  # noqa: E402  (the split and its base)
+
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 GRPO = "GRPO (no KL)"
 # Every arm names the same fields (one population); what they share:
@@ -57,7 +57,7 @@ def diversity(arm: dict, n: int) -> list[float]:
     return [v / n for v in repro.final(arm, "distinct_correct_per_problem")]
 
 
-def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
+def decide(arms: dict, n: int) -> dict:
     comparisons, claims = {}, {}
     metrics = {
         "diversity": lambda a: diversity(a, n),
@@ -76,40 +76,25 @@ def verdicts(arms: dict, n: int) -> tuple[dict, list[str]]:
         ("pass@1", "ROVER beats GRPO at pass@1"),
     ):
         signs = {name: comparisons[f"{name} − {GRPO} ({metric})"] for name in rovers}
-        wins = [name for name, c in signs.items() if c["sign"] == "+"]
-        losses = [name for name, c in signs.items() if c["sign"] == "-"]
-        if wins and not losses:
-            verdict = "reproduced" if len(wins) == len(rovers) else "partly"
-        elif losses and not wins:
-            verdict = "contradicted"
-        elif wins:
-            verdict = "partly"
-        else:
-            verdict = "not at this scale"
         why = f"{metric} − GRPO: " + "; ".join(
-            f"{name} {c['diff']:+.3f} [{c['diff_ci'][0]:+.3f}, {c['diff_ci'][1]:+.3f}]"
-            for name, c in signs.items()
+            f"{name} {study.diff_text(c['diff'], c['diff_ci'], 3)}" for name, c in signs.items()
         )
-        claims[claim] = (verdict, why)
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+        claims[claim] = (verdicts.from_signs(c["sign"] for c in signs.values()), why)
+    return {"claims": claims, "comparisons": comparisons}
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/rover_lm", seeds=4, steps=100)
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    start = time.perf_counter()
+def run(args) -> dict:
     pops = [repro.Population("rover", ARMS, sft=passk_divergence.SFT, run=passk_divergence.HARD)]
-    result = repro.train(args, pops, chunk_steps=20, final_samples=256, final_problems=64)
+    return repro.train(args, pops, repro.testbed_config(__file__, args), chunk_steps=20,
+                       final_samples=256, final_problems=64)  # fmt: skip
+
+
+def report(args, result: dict, record: dict) -> study.Report:
     arms = result["arms"]
     n = 4 if args.quick else 256
     columns = repro.pass_columns(n)
     columns["diversity"] = lambda a: diversity(a, n)
     rows = repro.summaries(arms, {f"pass@{n}": columns.pop(f"pass@{n}"), **columns})
-    decided, claim_lines = verdicts(arms, n)
     base = next(iter(arms.values()))["base"]
     context = [
         f"Base on the split: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f}, "
@@ -117,12 +102,11 @@ def main(argv=None):
         f"({base['num_problems']} problems). The base is one model; the claims compare the RL "
         "arms with each other over seeds.",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms, n),
         rows,
         title="ROVER vs GRPO on the LM task (#20, stage B)",
         claim="ROVER (the uniform random policy's Q, softmax sampling) keeps more distinct "
@@ -132,23 +116,23 @@ def main(argv=None):
         context=context,
         extra={"base": {k: v for k, v in base.items() if k != "pass_at_k"}},
     )
-    repro.plot_pass_at_k(
-        arms,
-        os.path.join(args.workdir, "pass_at_k.png"),
-        f"Level-3 pass@k: ROVER vs GRPO (n = {n})",
-    )
-    updates = result["updates"]
-    repro.plot_curve(
-        arms,
-        updates,
-        "entropy",
-        os.path.join(args.workdir, "entropy.png"),
-        title="Policy entropy during RL",
-        ylabel="mean token entropy (nats)",
-    )
-    print(text)
-    return args.workdir
 
+
+def plot(args, result: dict, _) -> None:
+    n = 4 if args.quick else 256
+    path = os.path.join(args.workdir, "pass_at_k.png")
+    repro.plot_pass_at_k(result["arms"], path, f"Level-3 pass@k: ROVER vs GRPO (n = {n})")
+    repro.plot_curve(
+        result["arms"], result["updates"], "entropy", os.path.join(args.workdir, "entropy.png"),
+        title="Policy entropy during RL", ylabel="mean token entropy (nats)",
+    )  # fmt: skip
+
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/rover_lm", run=run, report=report, plot=plot,
+    seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

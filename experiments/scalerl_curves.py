@@ -19,13 +19,13 @@ Claims of the paper (abstract / secondary summaries), each decided by a stated r
 1. normalization and aggregation change efficiency, not the asymptote: A of Lite PPO, Dr.GRPO
    norm and sequence-level each equals GRPO norm's within ±0.05 (the bootstrap interval of the
    difference inside [−0.05, 0.05]: holds; wholly outside: fails; else undecided), combined by
-   `_verdicts.over_arms`;
+   `verdicts.over_arms`;
 2. CISPO reaches a higher asymptote than the PPO-clip recipe: A(CISPO) − A(GRPO norm) > 0
-   (`_verdicts.vs_zero` on its bootstrap interval);
+   (`verdicts.vs_zero` on its bootstrap interval);
 3. small-compute fits predict large compute: the ranking of recipes by R extrapolated from fits to
    the first half of compute (past the early 20%) agrees with their ranking by the measured
    pass rate at the end (the mean of the last three evaluations): Kendall τ > 0, with τ's 95%
-   interval from the seed bootstrap (`_verdicts.vs_zero`). The naive ranking (by the measured pass
+   interval from the seed bootstrap (`verdicts.vs_zero`). The naive ranking (by the measured pass
    rate at the half-way point) is reported beside it.
 
 The fitter's own check runs every time (`synthetic_check` in results.json): curves drawn from
@@ -33,20 +33,18 @@ known (A, B, C_mid) plus noise at this study's scale, refitted; the run fails if
 value is off by more than its tolerance. Writes results.md, results.json, curves.png and fits.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
-import _verdicts  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import scaling, stats  # noqa: E402
+from rljax import cli, scaling, stats  # noqa: E402
 from rljax.agents.grpo import presets  # noqa: E402
+from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 CENTRE = {"advantage": "grpo", "aggregation": "token_mean", "policy_loss": "ppo_clip",
           "eps_low": 0.2, "eps_high": 0.2}  # fmt: skip
@@ -166,7 +164,7 @@ def _diff(fits: dict, a: str, b: str, key: str) -> dict:
     }
 
 
-def verdicts(analysis: dict) -> tuple[dict, list[str]]:
+def decide(analysis: dict) -> dict:
     fits = analysis["recipes"]
     comparisons = {f"A: {n} − GRPO norm": _diff(fits, n, "GRPO norm", "a") for n in SAME_A}
     comparisons.update({f"B: {n} − GRPO norm": _diff(fits, n, "GRPO norm", "b") for n in SAME_A})
@@ -176,19 +174,19 @@ def verdicts(analysis: dict) -> tuple[dict, list[str]]:
     for n in SAME_A:
         lo, hi = comparisons[f"A: {n} − GRPO norm"]["diff_ci"]
         inside, outside = -A_MARGIN <= lo and hi <= A_MARGIN, hi < -A_MARGIN or lo > A_MARGIN
-        each[n] = _verdicts.REPRODUCED if inside else _verdicts.CONTRADICTED if outside else (
-            _verdicts.UNDECIDED)  # fmt: skip
-    v1 = _verdicts.over_arms(each.values())
+        each[n] = verdicts.REPRODUCED if inside else verdicts.CONTRADICTED if outside else (
+            verdicts.UNDECIDED)  # fmt: skip
+    v1 = verdicts.over_arms(each.values())
     why1 = "; ".join(
         f"{n}: ΔA {comparisons[f'A: {n} − GRPO norm']['diff']:+.3f} "
         f"{_ci(comparisons[f'A: {n} − GRPO norm'])} ({s})"
         for n, s in each.items()
     )
     d2 = comparisons["A: CISPO − GRPO norm"]
-    v2 = _verdicts.vs_zero(d2["diff_ci"])
+    v2 = verdicts.vs_zero(d2["diff_ci"])
     why2 = f"A(CISPO) − A(GRPO norm) = {d2['diff']:+.3f} {_ci(d2)}"
     t = analysis["ranking"]["extrapolated"]
-    v3 = _verdicts.vs_zero(t["ci"])
+    v3 = verdicts.vs_zero(t["ci"])
     naive = analysis["ranking"]["naive"]
     why3 = (
         f"Kendall τ(extrapolated from the first half, measured end) = {t['tau']:+.2f} "
@@ -200,8 +198,7 @@ def verdicts(analysis: dict) -> tuple[dict, list[str]]:
         "CISPO has a higher asymptote A than the PPO-clip recipe": (v2, why2),
         "fits at small compute predict the ranking at large compute": (v3, why3),
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
 def _ci(c: dict) -> str:
@@ -209,7 +206,9 @@ def _ci(c: dict) -> str:
     return f"[{lo:+.3f}, {hi:+.3f}]"
 
 
-def plots(arms: dict, analysis: dict, updates: np.ndarray, workdir: str, every: int) -> None:
+def plot(args, out: dict, _) -> None:
+    arms, updates, analysis = out["arms"], out["updates"], out["analysis"]
+    workdir, every = args.workdir, args.eval_every
     first = next(iter(analysis["recipes"].values()))
     x = np.asarray(first["compute"])
     bands = {}
@@ -245,34 +244,34 @@ def plots(arms: dict, analysis: dict, updates: np.ndarray, workdir: str, every: 
     plt.close(fig)
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/scalerl_curves", seeds=3, steps=60)
-    parser.add_argument("--eval_every", type=int, default=EVERY, help="updates per evaluation")
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    if args.quick:  # enough evaluations for a fit (one per update)
-        args.steps, args.eval_every = 8, 1
+def check(args) -> None:
     if args.eval_every < 1 or args.steps % args.eval_every:
-        parser.error(
+        raise cli.ConfigError(
             f"--steps={args.steps} with --eval_every={args.eval_every} is invalid; allowed: "
             "--eval_every >= 1 dividing --steps"
         )
     if args.steps < 8 * args.eval_every:
-        parser.error(
+        raise cli.ConfigError(
             f"--steps={args.steps} is invalid; allowed: an integer >= 8 x --eval_every "
             f"({8 * args.eval_every}), for 8 evaluations"
         )
-    start = time.perf_counter()
+
+
+def run(args) -> dict:
     check = synthetic_check(args.seed)
     if not check["holds"]:
         raise RuntimeError(f"the fitter does not recover known curves: {check['curves']}")
     arms = {label: {**CENTRE, **r} for label, r in RECIPES.items()}
-    result = repro.train(args, [repro.Population("recipes", arms)], chunk_steps=args.eval_every,
+    result = repro.train(args, [repro.Population("recipes", arms)],
+                         repro.testbed_config(__file__, args), chunk_steps=args.eval_every,
                          final_samples=4, final_problems=200)  # fmt: skip
     analysis = analyse(result["arms"], result["updates"], args.seed, args.eval_every)
-    decided, claim_lines = verdicts(analysis)
+    return {**result, "analysis": analysis, "synthetic_check": check}
+
+
+def report(args, result: dict, record: dict) -> study.Report:
+    analysis, check = result["analysis"], result["synthetic_check"]
+    decided = decide(analysis)
     rows = repro.summaries(result["arms"], {
         "pass@1": lambda a: repro.final(a, "pass@1"),
         "gain": repro.gains,
@@ -300,10 +299,9 @@ def main(argv=None):
         "",
         *fit_lines,
     ]
-    for f in fits.values():
-        f.pop("samples")
-    text = repro.report(
-        args, result, start, decided, claim_lines, rows,
+    fits = {n: {k: v for k, v in f.items() if k != "samples"} for n, f in fits.items()}
+    return repro.report(
+        args, result, record, decided, rows,
         title="ScaleRL (#54): compute → pass-rate sigmoids of RLVR recipes",
         claim="Loss aggregation and normalization mainly change compute efficiency B, not the "
         "asymptote A; CISPO reaches a higher A; fits at small compute predict larger compute.",
@@ -311,10 +309,19 @@ def main(argv=None):
         extra={"fits": fits, "ranking": analysis["ranking"], "synthetic_check": check,
                "early_fraction": EARLY, "eval_every": args.eval_every},
     )  # fmt: skip
-    plots(result["arms"], analysis, result["updates"], args.workdir, args.eval_every)
-    print(text)
-    return args.workdir
 
+
+def add_flags(parser) -> None:
+    repro.flags(parser)
+    parser.add_argument("--eval_every", type=int, default=EVERY, help="updates per evaluation")
+
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/scalerl_curves", run=run, report=report,
+    plot=plot, flags=add_flags, check=check, seeds=3, steps=60, low=repro.LOW,
+    quick={**repro.QUICK, "steps": 8, "eval_every": 1},  # enough evaluations for a fit
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

@@ -27,9 +27,9 @@ Claims (from the asynchronous-RL literature: PipelineRL, AReaL, the TIS/MIS note
 1. uncorrected staleness costs accuracy: gain(none, k=8) < gain(none, k=0) (interval of the
    difference below 0);
 2. importance-sampling corrections repair it: gain(TIS or MIS, k=8) > gain(none, k=8), for each
-   (`_verdicts.over_arms` over the two);
+   (`verdicts.over_arms` over the two);
 3. CISPO tolerates 8 updates of lag: gain(CISPO, 8) matches or beats gain(CISPO, 0) within 0.02
-   (`_verdicts.matches_or_beats`);
+   (`verdicts.matches_or_beats`);
 4. a bf16 sampler beside a float32 learner, uncorrected, costs accuracy: gain(bf16 none, 0) <
    gain(none, 0) (the inference-engine mismatch of the TIS note);
 5. importance sampling repairs it: gain(bf16 TIS or MIS, 0) > gain(bf16 none, 0), for each.
@@ -41,29 +41,23 @@ one at every update (`lag_invariant` in results.json; the run fails if they do n
 Writes results.md, results.json, gain_vs_lag.png and curves.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
-import _verdicts  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import stats  # noqa: E402
+from rljax import cli, stats  # noqa: E402
 from rljax.agents import learner, stale_grpo  # noqa: E402
 from rljax.agents.grpo import presets  # noqa: E402
-from rljax.train import (  # noqa: E402
-    lm_experiment,
-    lm_report,  # noqa: E402
-    population,
-)
+from rljax.train import lm_experiment, lm_report, population, study, verdicts  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 IS_CAP = 2.0  # C of TIS and MIS (ours)
 LITE = {"policy_loss": "ppo_clip", "eps_low": 0.2, "eps_high": 0.2}
@@ -97,8 +91,9 @@ def precision_cells(quick: bool) -> dict[str, tuple[str, int]]:
 
 def train_all(args, design: dict, precision: dict) -> dict:
     """The float32-sampler population, then the bf16-sampler one; one result layout."""
-    first = train(args, design, "stale")
-    second = train(args, precision, "stale_bf16", SAMPLER_DTYPE)
+    base = repro.testbed_config(__file__, args)
+    first = train(args, base, design, "stale")
+    second = train(args, base, precision, "stale_bf16", SAMPLER_DTYPE)
     return {
         "arms": {**first["arms"], **second["arms"]},
         "updates": first["updates"],
@@ -107,11 +102,11 @@ def train_all(args, design: dict, precision: dict) -> dict:
     }
 
 
-def train(args, design: dict, name: str, sampler_dtype: str = "") -> dict:
-    """Trains one population; returns `_lm_repro.train`'s result layout plus stale curves."""
+def train(args, base, design: dict, name: str, sampler_dtype: str = "") -> dict:
+    """Trains one population; returns `study_lm.train`'s result layout plus stale curves."""
     arms = {label: CISPO if c == "cispo" else LITE for label, (c, _) in design.items()}
     pop = repro.Population(name, arms)
-    run = repro.testbed(args, pop, chunk_steps=20, final_samples=4, final_problems=200)
+    run = repro.testbed(args, pop, base, chunk_steps=20, final_samples=4, final_problems=200)
     points = lm_experiment.validate(run)
     t0, c0 = time.perf_counter(), time.process_time()
     agent_cfg, data, _, values, test, _ = lm_experiment.build(run, points)
@@ -197,7 +192,7 @@ def lag_invariant(arms: dict, design: dict, precision: dict) -> dict:
     return {"holds": not bad, "checked_updates": checked, "failures": bad}
 
 
-def verdicts(arms: dict, design: dict, precision: dict) -> tuple[dict, list[str]]:
+def decide(arms: dict, design: dict, precision: dict) -> dict:
     top = max(k for _, k in design.values())
     fixes16 = [c for c, _ in precision.values() if c != "none"]
     g = {label: repro.gains(a) for label, a in arms.items()}
@@ -215,25 +210,25 @@ def verdicts(arms: dict, design: dict, precision: dict) -> tuple[dict, list[str]
         },
     }
     d1 = comparisons[f"none k={top} vs none k=0"]
-    v1 = _verdicts.vs_zero(d1["diff_ci"], higher_is_claimed=False)
+    v1 = verdicts.vs_zero(d1["diff_ci"], higher_is_claimed=False)
     why1 = f"gain(none, k={top}) − gain(none, k=0) = {d1['diff']:+.3f} {_ci(d1)}"
-    each = {c: _verdicts.vs_zero(comparisons[f"{c} k={top} vs none k={top}"]["diff_ci"])
+    each = {c: verdicts.vs_zero(comparisons[f"{c} k={top} vs none k={top}"]["diff_ci"])
             for c in ("tis", "mis")}  # fmt: skip
-    v2 = _verdicts.over_arms(each.values())
+    v2 = verdicts.over_arms(each.values())
     fixes = {c: comparisons[f"{c} k={top} vs none k={top}"] for c in each}
     why2 = "; ".join(
         f"{c.upper()} − none at k={top} = {fixes[c]['diff']:+.3f} {_ci(fixes[c])} ({s})"
         for c, s in each.items()
     )
     d3 = comparisons[f"cispo k={top} vs cispo k=0"]
-    v3 = _verdicts.matches_or_beats(d3["diff_ci"], margin=0.02)
+    v3 = verdicts.matches_or_beats(d3["diff_ci"], margin=0.02)
     why3 = f"gain(CISPO, k={top}) − gain(CISPO, k=0) = {d3['diff']:+.3f} {_ci(d3)}, margin 0.02"
     d4 = comparisons["bf16 none k=0 vs none k=0"]
-    v4 = _verdicts.vs_zero(d4["diff_ci"], higher_is_claimed=False)
+    v4 = verdicts.vs_zero(d4["diff_ci"], higher_is_claimed=False)
     why4 = f"gain(bf16 none, k=0) − gain(none, k=0) = {d4['diff']:+.3f} {_ci(d4)}"
-    each16 = {c: _verdicts.vs_zero(comparisons[f"bf16 {c} k=0 vs bf16 none k=0"]["diff_ci"])
+    each16 = {c: verdicts.vs_zero(comparisons[f"bf16 {c} k=0 vs bf16 none k=0"]["diff_ci"])
               for c in fixes16}  # fmt: skip
-    v5 = _verdicts.over_arms(each16.values())
+    v5 = verdicts.over_arms(each16.values())
     fixes = {c: comparisons[f"bf16 {c} k=0 vs bf16 none k=0"] for c in each16}
     why5 = "; ".join(
         f"bf16 {c.upper()} − bf16 none = {fixes[c]['diff']:+.3f} {_ci(fixes[c])} ({st})"
@@ -248,8 +243,7 @@ def verdicts(arms: dict, design: dict, precision: dict) -> tuple[dict, list[str]
         f"{names16} repair{'s' if len(fixes16) == 1 else ''} the bf16 sampler (each beats no "
         "correction)": (v5, why5),
     }
-    lines = [f"- *{claim}*: **{v}** — {why}." for claim, (v, why) in claims.items()]
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
 def _ci(c: dict) -> str:
@@ -257,8 +251,8 @@ def _ci(c: dict) -> str:
     return f"[{lo:+.3f}, {hi:+.3f}]"
 
 
-def plots(result: dict, design: dict, workdir: str) -> None:
-    arms = result["arms"]
+def plot(args, result: dict, _) -> None:
+    arms, design, workdir = result["arms"], cells(args.quick, args.design), args.workdir
     lags = sorted({k for _, k in design.values()})
     curves = {}
     for correction in ("none", "tis", "mis", "cispo"):
@@ -285,27 +279,25 @@ def plots(result: dict, design: dict, workdir: str) -> None:
     )  # fmt: skip
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/staleness", seeds=3, steps=40)
-    parser.add_argument(
-        "--design", choices=("full", "claims"), default="full",
-        help="full: the 12 cells of the docstring; claims: only the 6 the claims compare",
-    )  # fmt: skip
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    if args.quick:  # enough updates for the lag to show (k = 2)
-        args.steps = 6
-    start = time.perf_counter()
+def check(args) -> None:
+    if args.steps <= max(k for _, k in cells(args.quick, args.design).values()):
+        raise cli.ConfigError(
+            f"--steps={args.steps} is invalid; allowed: an integer > the largest lag"
+        )
+
+
+def run(args) -> dict:
     design, precision = cells(args.quick, args.design), precision_cells(args.quick)
-    if args.steps <= max(k for _, k in design.values()):
-        parser.error(f"--steps={args.steps} is invalid; allowed: an integer > the largest lag")
     result = train_all(args, design, precision)
-    arms = result["arms"]
-    invariant = lag_invariant(arms, design, precision)
+    invariant = lag_invariant(result["arms"], design, precision)
     if not invariant["holds"]:
         raise RuntimeError(f"the lag invariant fails: {invariant['failures']}")
+    return {**result, "lag_invariant": invariant}
+
+
+def report(args, result: dict, record: dict) -> study.Report:
+    arms, invariant = result["arms"], result["lag_invariant"]
+    design, precision = cells(args.quick, args.design), precision_cells(args.quick)
     rows = repro.summaries(
         arms,
         {
@@ -316,7 +308,6 @@ def main(argv=None):
             "entropy": lambda a: repro.late(a, "entropy"),
         },
     )
-    decided, claim_lines = verdicts(arms, design, precision)
     base = next(iter(arms.values()))["base"]
     context = [
         f"Base held-out pass@1: {base['pass@1']:.3f}. Lag invariant: holds on all "
@@ -325,8 +316,8 @@ def main(argv=None):
         "Design: see the script's docstring (TIS and MIS at k = 0 are the uncorrected learner; "
         "the bf16 cells sample in bf16 and learn in float32).",
     ]
-    text = repro.report(
-        args, result, start, decided, claim_lines, rows,
+    return repro.report(
+        args, result, record, decide(arms, design, precision), rows,
         title="Staleness: RLVR fed by completions sampled k updates ago or in bf16, four "
         "corrections",
         claim="Uncorrected sampler/learner staleness lowers the RLVR gain; truncated or masked "
@@ -337,10 +328,22 @@ def main(argv=None):
                "design": {k: list(v) for k, v in {**design, **precision}.items()},
                "is_cap": IS_CAP, "sampler_dtype": {k: SAMPLER_DTYPE for k in precision}},
     )  # fmt: skip
-    plots(result, design, args.workdir)
-    print(text)
-    return args.workdir
 
+
+def add_flags(parser) -> None:
+    repro.flags(parser)
+    parser.add_argument(
+        "--design", choices=("full", "claims"), default="full",
+        help="full: the 12 cells of the docstring; claims: only the 6 the claims compare",
+    )  # fmt: skip
+
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/staleness", run=run, report=report, plot=plot,
+    flags=add_flags, check=check, seeds=3, steps=40, low=repro.LOW,
+    quick={**repro.QUICK, "steps": 6},  # enough updates for the lag to show (k = 2)
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

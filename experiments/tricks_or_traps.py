@@ -25,15 +25,14 @@ the aligned base's 4,000 SFT steps take 189 s once. --quick: 81 s wall under loa
 Writes results.md, results.json and curves_<init>.png / entropy_<init>.png.
 """
 
-from rljax import cli, prng_kernel, xla_flags
+from rljax import xla_flags
 
 xla_flags.set_flags()
-prng_kernel.install()  # CPU random draws through the compiled Threefry kernel (same numbers)
 
 import os  # noqa: E402
-import time  # noqa: E402
 
-import _lm_repro as repro  # noqa: E402
+from rljax.train import study  # noqa: E402
+from rljax.train import study_lm as repro  # noqa: E402
 
 INITS = {
     "base": {},  # the testbed's own SFT (sloppy traces)
@@ -49,6 +48,7 @@ ARMS = {
     "GRPO norm, clip-higher": {"eps_high": 0.28},
 }
 DAPO = {"DAPO": {"eps_high": 0.28, "dynamic_sampling": 1}}
+CHUNK = 20  # updates between quick evaluations
 
 
 def populations(quick: bool) -> list[repro.Population]:
@@ -66,11 +66,11 @@ def populations(quick: bool) -> list[repro.Population]:
     return pops
 
 
-def verdicts(arms: dict) -> tuple[dict, list[str]]:
+def decide(arms: dict) -> dict:
     """The three claims, each decided by 95% intervals of differences over seeds."""
     p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
     ent = {k: repro.late(a, "entropy") for k, a in arms.items()}
-    comparisons, lines = {}, []
+    comparisons = {}
     for init in INITS:
         for rival in ("GRPO norm", "DAPO"):
             name = f"Lite PPO vs {rival} [{init}] (pass@1)"
@@ -125,14 +125,12 @@ def verdicts(arms: dict) -> tuple[dict, list[str]]:
         "token-level suits the base, sequence-level the aligned model": (v2, why2),
         "clip-higher mainly protects the aligned model's entropy": (v3, why3),
     }
-    for claim, (v, why) in claims.items():
-        lines.append(f"- *{claim}*: **{v}** — {why}.")
-    return {"claims": claims, "comparisons": comparisons}, lines
+    return {"claims": claims, "comparisons": comparisons}
 
 
-def plots(result: dict, workdir: str, chunk: int) -> None:
-    updates = result["updates"]
-    ends = repro.chunk_ends(updates, chunk)
+def plot(args, result: dict, _) -> None:
+    updates, workdir = result["updates"], args.workdir
+    ends = repro.chunk_ends(updates, 1 if args.quick else CHUNK)
     for init in INITS:
         mine = {
             k.removesuffix(f" [{init}]"): a
@@ -151,17 +149,12 @@ def plots(result: dict, workdir: str, chunk: int) -> None:
         )  # fmt: skip
 
 
-def main(argv=None):
-    cli.quiet_logs()
-    parser = cli.ArgumentParser(description=__doc__.split("\n")[0])
-    repro.add_flags(parser, "runs/tricks_or_traps", seeds=3, steps=60)
-    args = parser.parse_args(argv)
-    repro.check_flags(parser, args)
-    start = time.perf_counter()
-    chunk = 20
-    result = repro.train(
-        args, populations(args.quick), chunk_steps=chunk, final_samples=16, final_problems=200
-    )
+def run(args) -> dict:
+    return repro.train(args, populations(args.quick), repro.testbed_config(__file__, args),
+                       chunk_steps=CHUNK, final_samples=16, final_problems=200)  # fmt: skip
+
+
+def report(args, result: dict, record: dict) -> study.Report:
     arms = result["arms"]
     n = 4 if args.quick else 16
     rows = repro.summaries(
@@ -173,7 +166,6 @@ def main(argv=None):
             "length": lambda a: repro.late(a, "response/length"),
         },
     )
-    decided, claim_lines = verdicts(arms)
     bases = {i: next(a["base"] for k, a in arms.items() if k.endswith(f"[{i}]")) for i in INITS}
     context = [
         f"Bases (held-out pass@1 / pass@{n}): "
@@ -181,12 +173,11 @@ def main(argv=None):
         "",
         "Design: one factor at a time around the centre point (see the script's docstring).",
     ]
-    text = repro.report(
+    return repro.report(
         args,
         result,
-        start,
-        decided,
-        claim_lines,
+        record,
+        decide(arms),
         rows,
         title="Tricks or Traps (#3): advantage normalization × clip-higher × aggregation × init",
         claim="Lite PPO matches or beats GRPO and DAPO; token-level aggregation suits the base "
@@ -197,10 +188,13 @@ def main(argv=None):
         context=context,
         extra={"bases": bases},
     )
-    plots(result, args.workdir, 1 if args.quick else chunk)
-    print(text)
-    return args.workdir
 
+
+STUDY = study.Study(
+    script=__file__, doc=__doc__, workdir="runs/tricks_or_traps", run=run, report=report,
+    plot=plot, seeds=3, steps=60, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+)  # fmt: skip
+main = STUDY.main
 
 if __name__ == "__main__":
-    cli.main(lambda: main() and 0)  # one-line errors (--debug: traceback), exit codes
+    STUDY.entry()

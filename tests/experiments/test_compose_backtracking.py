@@ -7,13 +7,11 @@ import math
 import os
 import pathlib
 import re
-import sys
 
 import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "experiments"))  # the scripts import their siblings
 
 
 def _script(name: str):
@@ -116,7 +114,7 @@ def test_backtracking_budget_errors_name_the_field(backtracking, field, value, a
 
 
 def test_token_budgets_are_equal_across_arms(backtracking):
-    import _scratch
+    from rljax.train import study_scratch as _scratch
 
     rng = np.random.default_rng(0)
     n, m = 16, 20
