@@ -9,8 +9,8 @@ the toy tasks do; `rljax.lm.tasks.math_task`), build the base policy
 `jax.pure_callback` inside the program, with the pipeline's checkpoints every
 `checkpoint_every` chunks, exact resume (`resume`), the config fingerprint, NaN stop, progress
 bar, metrics.jsonl/csv, curves.png and the workdir lock. After every chunk each learner's
-quick pass@1 on the first `quick_problems` held-out problems is in the metrics; at the end
-`eval_samples` completions of every held-out problem per learner give pass@k
+quick pass@1 on the first `eval_problems` held-out problems is in the metrics; at the end
+`final_samples` completions of every held-out problem per learner give pass@k
 (`rljax.lm.tasks.rollout.evaluate_policy` with the checker as verifier), written to
 `<workdir>/results.json` with the config and the final evaluation's checker statistics.
 
@@ -43,23 +43,17 @@ import math
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from rljax.agents import grpo, learner, sft
+from rljax.agents import grpo, learner
 from rljax.agents.grpo import presets
 from rljax.io import fingerprint, workdir_lock
-from rljax.lm.model import tokenizer
-from rljax.lm.model.decoder import DTYPES, TransformerConfig, init_params
-from rljax.lm.model.hf import checkpoint
-from rljax.lm.model.hf import config as hf_config
-from rljax.lm.model.hf.tokenizer import HFTokenizer
+from rljax.lm.model.decoder import DTYPES, init_params
 from rljax.lm.tasks import device_reward, math_answers, math_data, math_task, rollout
-from rljax.lm.tasks.batches import SeqBatch
 from rljax.lm.tasks.math_checker import Checker
-from rljax.parallel import distributed, sharding, steps
+from rljax.parallel import distributed
 from rljax.parallel import mesh as mesh_lib
-from rljax.train import lm_mesh, lm_sharding, loop, population
+from rljax.train import lm_mesh, lm_sharding, loop, math_base, population
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +83,7 @@ class MathRunConfig:
     # Updates per compiled call (the largest divisor of steps up to this); quick pass@1 after each.
     chunk_steps: int = 1
     checkpoint_every: int = 1  # chunks between checkpoints
-    quick_problems: int = 4  # held-out problems of the quick pass@1 after every chunk
+    eval_problems: int = 4  # held-out problems of the quick pass@1 after every chunk
     resume: bool = False  # continue from the latest checkpoint in workdir
     progress: bool = True  # a progress bar with rate and metrics
     presets: tuple[str, ...] = ("grpo",)  # one grid point per preset (a sweep axis)
@@ -101,8 +95,8 @@ class MathRunConfig:
     format_weight: float = 0.0
     checker_timeout_s: float = 2.0  # per answer
     checker_workers: int = 2
-    eval_problems: int = 0  # held-out problems for pass@k (0: all)
-    eval_samples: int = 4  # n completions per problem; pass@k for k = 1..n
+    final_problems: int = 0  # held-out problems for pass@k (0: all)
+    final_samples: int = 4  # n completions per problem; pass@k for k = 1..n
     mesh_shape: tuple[int, ...] = (1,)  # devices per axis; -1: the rest (all devices)
     mesh_axes: tuple[str, ...] = ("seeds",)  # seeds (learners) | data | fsdp | tensor
     rules: str = "fsdp"  # how a learner's weights split: fsdp | fsdp_tensor (lm_mesh.RULES)
@@ -114,77 +108,17 @@ def _positive(name: str, value, low: int = 1) -> None:
         raise ValueError(f"{name}={value!r} is invalid; allowed: an integer >= {low}")
 
 
-CHAT_TEMPLATES = ("plain", "model")
-
-
-def tokenizer_dir(run: MathRunConfig) -> str:
-    """`run.tokenizer`, or its default: "bytes" for the tiny model, else the model folder."""
-    if run.tokenizer:
-        return run.tokenizer
-    return "bytes" if run.model == "tiny" else run.model
-
-
-def _has_chat_template(path: str) -> bool:
-    """Whether `HFTokenizer.from_dir(path)` finds a chat template (tokenizer_config.json's
-    chat_template, or chat_template.jinja)."""
-    if os.path.isfile(os.path.join(path, "chat_template.jinja")):
-        return True
-    conf = os.path.join(path, "tokenizer_config.json")
-    if not os.path.isfile(conf):
-        return False
-    with open(conf) as f:
-        return json.load(f).get("chat_template") is not None
-
-
-def _check_model(run: MathRunConfig) -> None:
-    """The checkpoint folder, tokenizer and chat template fields (files only; nothing loaded)."""
-    if run.model != "tiny":
-        if not os.path.isfile(os.path.join(run.model, "config.json")):
-            raise ValueError(
-                f"model={run.model!r} has no config.json; allowed: 'tiny' or a checkpoint folder "
-                "with config.json and safetensors"
-            )
-        if not any(
-            os.path.isfile(os.path.join(run.model, name))
-            for name in (checkpoint.SINGLE, checkpoint.INDEX)
-        ):
-            raise ValueError(
-                f"model={run.model!r} has neither {checkpoint.SINGLE} nor {checkpoint.INDEX}; "
-                "allowed: a checkpoint folder with its safetensors"
-            )
-        try:
-            hf_config.read(run.model)
-        except (KeyError, ValueError) as e:
-            raise ValueError(f"model={run.model!r}: {e}") from None
-    tok = tokenizer_dir(run)
-    if tok != "bytes" and not os.path.isfile(os.path.join(tok, "tokenizer.json")):
-        raise ValueError(
-            f"tokenizer={tok!r} has no tokenizer.json; allowed: 'bytes' or a folder with "
-            "tokenizer.json (default: the model folder)"
-        )
-    if run.chat_template not in CHAT_TEMPLATES:
-        raise ValueError(
-            f"chat_template={run.chat_template!r} is unknown; allowed: {', '.join(CHAT_TEMPLATES)}"
-        )
-    if run.chat_template == "model" and (tok == "bytes" or not _has_chat_template(tok)):
-        raise ValueError(
-            f"chat_template='model' but tokenizer={tok!r} has no chat template "
-            "(tokenizer_config.json chat_template or chat_template.jinja); allowed: "
-            "chat_template='plain' or a tokenizer folder with one"
-        )
-
-
 def validate(run: MathRunConfig) -> None:
     """Checks every field before anything is loaded or compiled."""
     for name in (
         "d_model", "n_layers", "n_heads", "d_ff", "prompt_length", "completion_length",
-        "prompts_per_step", "steps", "num_seeds", "eval_samples", "checker_workers",
-        "chunk_steps", "checkpoint_every", "quick_problems",
+        "prompts_per_step", "steps", "num_seeds", "final_samples", "checker_workers",
+        "chunk_steps", "checkpoint_every", "eval_problems",
     ):  # fmt: skip
         _positive(name, getattr(run, name))
     _positive("group_size", run.group_size, 2)
     _positive("sft_steps", run.sft_steps, 0)
-    _positive("eval_problems", run.eval_problems, 0)
+    _positive("final_problems", run.final_problems, 0)
     _positive("logits_chunk", run.logits_chunk, 0)
     _positive("micro_batches", run.micro_batches)
     if run.dtype not in DTYPES:
@@ -195,7 +129,7 @@ def validate(run: MathRunConfig) -> None:
         presets.hparam_values(presets.resolve(preset))
     if not run.presets:
         raise ValueError(f"presets is empty; valid: {', '.join(presets.PRESETS)}")
-    _check_model(run)
+    math_base.check_model(run)
     if not run.checker_timeout_s > 0:
         raise ValueError(f"checker_timeout_s={run.checker_timeout_s!r}; allowed: > 0")
     if not run.temperature > 0 or not run.format_weight >= 0:
@@ -229,42 +163,6 @@ def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> 
     )
 
 
-def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, base=None):
-    """`sft_steps` AdamW steps of next-token loss on `#### <answer>` completions, from `base`
-    (a checkpoint's parameters) or from a random initialization; the parameters and moments
-    are split on `mesh` by `rules`, the batch replicated."""
-    cfg = sft.SFTConfig(
-        steps=max(run.sft_steps, 1),
-        batch_size=min(64, len(problems)),
-        learning_rate=run.sft_learning_rate,
-        warmup_steps=min(10, max(run.sft_steps // 5, 1)),
-        seed=run.seed,
-    )
-    if base is None:
-        start, arg = (lambda k: sft.init(cfg, model, k)), key
-    else:
-        opt = sft.make_optimizer(cfg)
-        start, arg = (lambda p: sft.SFTState(p, opt.init(p), jnp.zeros((), jnp.int32))), base
-    rules = lm_mesh.RULES[run.rules]
-    state_sh = sharding.tree_shardings(mesh, jax.eval_shape(start, arg), rules)
-    state = jax.jit(start, out_shardings=state_sh)(arg)
-    texts = [p.prompt for p in problems]
-    completions = [math_task.completion(p) for p in problems]
-    batch = SeqBatch(
-        *tokenizer.encode_prompts(texts, run.prompt_length, tok, template),
-        *tokenizer.encode_completions(completions, run.completion_length, tok, truncate=True),
-    )
-    step, _, _ = steps.jit_step(
-        lambda s, b: sft.update(s, b, cfg=cfg, model_cfg=model), mesh, state, batch,
-        state_rules=rules, batch_rules=sharding.REPLICATED,
-    )  # fmt: skip
-    rng = np.random.default_rng(run.seed)
-    for _ in range(run.sft_steps):
-        rows = rng.choice(len(problems), cfg.batch_size, replace=False)
-        state, _ = step(state, SeqBatch(*(x[rows] for x in batch)))
-    return state.params
-
-
 def learner_sampler(sampler, params, i: int, key) -> rollout.Sampler:
     """Learner `i` of the population `params` as `rollout.evaluate_policy`'s sampler: every row
     at once on the sharded sampler (`lm_sharding.jit_learner_sample`'s `(sample, rows)`), with
@@ -283,64 +181,10 @@ def learner_sampler(sampler, params, i: int, key) -> rollout.Sampler:
     return sample_fn
 
 
-def load_tokenizer(run: MathRunConfig):
-    """(tokenizer, template) of the run: bytes or the tokenizer folder; plain or its chat one."""
-    path = tokenizer_dir(run)
-    if path == "bytes":
-        return tokenizer.ByteTokenizer(), math_task.PLAIN
-    tok = HFTokenizer.from_dir(path)
-    if run.chat_template == "model":
-        return tok, tokenizer.ChatTemplate(tok)
-    return tok, math_task.PLAIN
-
-
-def model_config(run: MathRunConfig, tok) -> TransformerConfig:
-    """The tiny decoder at the run's widths, or the checkpoint's config.json with max_len P + A;
-    either stops on the tokenizer's `eos_ids` and pads with its `pad_id`."""
-    max_len = run.prompt_length + run.completion_length
-    if run.model == "tiny":
-        model = TransformerConfig(
-            vocab_size=tok.vocab_size, d_model=run.d_model, n_layers=run.n_layers,
-            n_heads=run.n_heads, d_ff=run.d_ff, max_len=max_len,
-        )  # fmt: skip
-    else:
-        model = hf_config.read(run.model, max_len=max_len)
-    model = dataclasses.replace(
-        model, eos_ids=tuple(tok.eos_ids), pad_id=tok.pad_id, dtype=run.dtype, remat=run.remat,
-        logits_chunk=run.logits_chunk,
-    )  # fmt: skip
-    tokenizer.check_tokenizer(tok, model)
-    return model
-
-
-def base_params(run: MathRunConfig, model: TransformerConfig, train, tok, template, key, mesh=None):
-    """The policy RL starts from, split on `mesh` by `rules`: the checkpoint's or a random one,
-    fine-tuned if sft_steps (`mesh` default: the run's)."""
-    if mesh is None:
-        mesh = population.make_mesh(mesh_lib.MeshConfig(run.mesh_shape, run.mesh_axes))
-    rules = lm_mesh.RULES[run.rules]
-    base = None
-    if run.model != "tiny":
-        base, loaded = checkpoint.load(
-            run.model, mesh=mesh, rules=rules, max_len=model.max_len, dtype=model.dtype
-        )
-        same = dict(eos_ids=model.eos_ids, pad_id=model.pad_id, remat=model.remat)
-        if dataclasses.replace(loaded, logits_chunk=model.logits_chunk, **same) != model:
-            raise ValueError(f"model={run.model!r} does not describe {model}")
-    if run.sft_steps:
-        return fine_tune(run, model, train, tok, template, key, mesh, base)
-    if base is not None:
-        return base
-    init = lambda k: init_params(model, k)  # noqa: E731
-    return jax.jit(
-        init, out_shardings=sharding.tree_shardings(mesh, jax.eval_shape(init, key), rules)
-    )(key)
-
-
 # Fields a resumed run may change: the budget, logging, the final evaluation and the checker's
 # pool. Any other change is refused, naming the fields, before anything is built.
 RESUMABLE_FIELDS = (
-    "steps", "checkpoint_every", "progress", "resume", "workdir", "eval_problems", "eval_samples",
+    "steps", "checkpoint_every", "progress", "resume", "workdir", "final_problems", "final_samples",
     "checker_workers", "distributed",
 )  # fmt: skip
 LOOP_OPTIONS = dict(  # the host loop's settings: the score is the last quick pass@1
@@ -394,10 +238,10 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
     lm_mesh.check_learners(mesh, len(values))
     fields = math_data.fields_for(run.layout, **dict(run.fields))
     train, test = math_data.load_splits(run.train_path, run.test_path, fields)
-    test = test[: run.eval_problems] if run.eval_problems else test
-    quick = test[: run.quick_problems]
-    tok, template = load_tokenizer(run)
-    model = model_config(run, tok)
+    test = test[: run.final_problems] if run.final_problems else test
+    quick = test[: run.eval_problems]
+    tok, template = math_base.load_tokenizer(run)
+    model = math_base.model_config(run, tok)
     prompts = dict(template=template, prompt_length=run.prompt_length)
     train_table = device_reward.make_table(None, train, tok, **prompts)
     test_table = device_reward.make_table(None, test, tok, **prompts)
@@ -419,7 +263,7 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
         population.env_shardings(spec, mesh)
     except ValueError as e:
         raise ValueError(f"rules={run.rules!r} on mesh {dict(mesh.shape)}: {e}") from None
-    base = base_params(run, model, train, tok, template, learner.base_key(run.seed), mesh)
+    base = math_base.base_params(run, model, train, tok, template, learner.base_key(run.seed), mesh)
     main = jax.process_index() == 0
     with Checker(timeout_s=run.checker_timeout_s, num_workers=run.checker_workers) as checker:
         scorer = math_task.math_scorer(
@@ -439,7 +283,7 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
         checker.forget()  # the final evaluation's own counts, the same after a resume
         sampler = lm_sharding.jit_learner_sample(
             mesh, jax.tree.map(lambda x: x.sharding, states.params), model_cfg=agent_cfg.model,
-            max_new_tokens=run.completion_length, num_rows=len(test) * run.eval_samples,
+            max_new_tokens=run.completion_length, num_rows=len(test) * run.final_samples,
             temperature=run.temperature,
         )  # fmt: skip
         results = {"config": _results_config(run), "mesh": dict(mesh.shape), "learners": {}}
@@ -448,7 +292,7 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
         for i, name in enumerate(learner_names(run)):
             summary = rollout.evaluate_policy(
                 learner_sampler(sampler, states.params, i, key), verify, tok, test,
-                test_table.prompt_tokens, test_table.prompt_mask, num_samples=run.eval_samples,
+                test_table.prompt_tokens, test_table.prompt_mask, num_samples=run.final_samples,
             )  # fmt: skip
             if main:
                 results["learners"][name] = summary

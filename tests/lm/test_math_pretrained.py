@@ -15,7 +15,8 @@ from rljax.lm.model.decoder import TransformerConfig
 from rljax.lm.model.hf import checkpoint
 from rljax.lm.model.hf.tokenizer import HFTokenizer, train_bpe
 from rljax.lm.tasks import Problem, device_reward, math_task
-from rljax.train import math_experiment
+from rljax.parallel import mesh as mesh_lib
+from rljax.train import math_base, math_experiment, population
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECIALS = ("<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -105,18 +106,18 @@ def test_validate_names_the_model_tokenizer_and_chat_template_fields(tmp_path, c
         with pytest.raises(ValueError, match=message):
             math_experiment.validate(bad)
     # The tokenizer defaults to the model folder; the tiny model's to bytes.
-    assert math_experiment.tokenizer_dir(run) == "bytes"
+    assert math_base.tokenizer_dir(run) == "bytes"
     good = math_experiment.MathRunConfig(**{**run.__dict__, "model": checkpoint_dir})
-    assert math_experiment.tokenizer_dir(good) == checkpoint_dir
+    assert math_base.tokenizer_dir(good) == checkpoint_dir
     math_experiment.validate(dataclasses.replace(good, chat_template="model"))
     math_experiment.validate(dataclasses.replace(good, tokenizer=str(plain_tok)))
 
 
 def test_model_config_takes_the_tokenizers_ids_and_refuses_a_larger_vocabulary(checkpoint_dir):
     run = math_experiment.MathRunConfig("none.jsonl", "none.jsonl", "none", model=checkpoint_dir)
-    tok, template = math_experiment.load_tokenizer(dataclasses.replace(run, chat_template="model"))
+    tok, template = math_base.load_tokenizer(dataclasses.replace(run, chat_template="model"))
     assert isinstance(template, tokenizer.ChatTemplate) and isinstance(tok, HFTokenizer)
-    model = math_experiment.model_config(run, tok)
+    model = math_base.model_config(run, tok)
     assert (model.family, model.d_model, model.max_len) == ("qwen2", 32, 96 + 8)
     assert (model.eos_ids, model.pad_id) == (tok.eos_ids, tok.pad_id)
     assert model.vocab_size == tok.vocab_size + 4
@@ -214,15 +215,16 @@ def test_fine_tuning_a_checkpoint_starts_from_its_parameters(checkpoint_dir, tmp
         chat_template="model", sft_steps=2, sft_learning_rate=1e-4, prompt_length=64,
         completion_length=8,
     )  # fmt: skip
-    tok, template = math_experiment.load_tokenizer(run)
-    model = math_experiment.model_config(run, tok)
+    tok, template = math_base.load_tokenizer(run)
+    model = math_base.model_config(run, tok)
     problems = [Problem(f"Tom has {a} apples and finds {b} more. How many now?", str(a + b), 0)
                 for a, b in pairs]  # fmt: skip
     loaded, _ = checkpoint.load(checkpoint_dir, max_len=model.max_len)
-    tuned = math_experiment.base_params(run, model, problems, tok, template, jax.random.key(0))
-    fresh = math_experiment.base_params(
+    mesh = population.make_mesh(mesh_lib.MeshConfig((1,), ("seeds",)))
+    tuned = math_base.base_params(run, model, problems, tok, template, jax.random.key(0), mesh)
+    fresh = math_base.base_params(
         dataclasses.replace(run, model="tiny", sft_steps=0), model, problems, tok, template,
-        jax.random.key(0),
+        jax.random.key(0), mesh,
     )  # fmt: skip
 
     def distance(a, b):

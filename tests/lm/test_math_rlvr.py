@@ -59,7 +59,7 @@ def test_tiny_model_trains_grpo_on_a_gsm8k_file_and_writes_pass_at_k(tmp_path):
         steps=3,
         presets=("grpo", "dr_grpo"),
         sft_steps=150,
-        eval_samples=4,
+        final_samples=4,
     )
     results = math_experiment.run(run)
     with open(os.path.join(run.workdir, "results.json")) as f:
@@ -77,6 +77,6 @@ def test_tiny_model_trains_grpo_on_a_gsm8k_file_and_writes_pass_at_k(tmp_path):
     assert results["checker"]["checked"] > 0
     for summary in results["learners"].values():
         curve = summary["pass_at_k"]["pass"]
-        assert len(curve) == run.eval_samples
+        assert len(curve) == run.final_samples
         assert all(0 <= a <= b <= 1 for a, b in zip(curve[:-1], curve[1:], strict=True))
         assert summary["num_problems"] == 10

@@ -117,7 +117,7 @@ def test_sharded_run_equals_the_one_device_run(tmp_path):
     one = math_experiment.MathRunConfig(
         train_path=train, test_path=test, workdir=str(tmp_path / "one"), prompt_length=64,
         completion_length=8, prompts_per_step=2, group_size=4, steps=2, presets=("grpo",),
-        num_seeds=2, sft_steps=30, format_weight=0.5, eval_problems=4, eval_samples=2,
+        num_seeds=2, sft_steps=30, format_weight=0.5, final_problems=4, final_samples=2,
         checker_workers=1,
     )  # fmt: skip
     want = math_experiment.run(one)

@@ -120,7 +120,7 @@ def test_a_math_population_member_equals_its_solo_run(tmp_path):
     base = dict(
         train_path=train, test_path=test, prompt_length=64, completion_length=8,
         prompts_per_step=2, group_size=4, steps=3, sft_steps=40, format_weight=0.5,
-        eval_problems=4, eval_samples=2, checker_workers=1, progress=False,
+        final_problems=4, final_samples=2, checker_workers=1, progress=False,
     )  # fmt: skip
     pop = math_experiment.MathRunConfig(
         workdir=str(tmp_path / "pop"), presets=("grpo", "dr_grpo"), num_seeds=2, **base
