@@ -50,7 +50,7 @@ import pytest  # noqa: E402
 SLOW_LONGEST_FIRST = (
     "tests/experiments/test_lm_reproductions.py",  # ~745 (8 reproductions' --quick)
     "tests/train/test_lm_experiment.py",  # ~300
-    "tests/lm/test_curriculum.py",  # ~220
+    "tests/agents/test_grpo_curriculum.py",  # ~220
     "tests/experiments/test_compose_backtracking.py",  # ~170
     "tests/agents/test_offpolicy.py",  # ~170
     "tests/experiments/test_ablate_effective_horizon.py",  # ~165
@@ -63,7 +63,7 @@ SLOW_LONGEST_FIRST = (
     "tests/experiments/test_offline_data_quality.py",  # ~135
     "tests/notebooks/test_continuous_control_tour_notebook.py",  # ~130
     "tests/lm/test_pretrained_notebook.py",  # ~125
-    "tests/lm/test_math_sharded.py",  # ~120
+    "tests/train/test_math_sharded.py",  # ~120
     "tests/agents/test_offpolicy_learning.py",  # ~110
     "tests/parallel/test_parallel_lm.py",  # ~110
     "tests/lm/test_lm_model.py",  # ~105

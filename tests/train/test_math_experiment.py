@@ -12,27 +12,13 @@ import time
 
 import numpy as np
 import pytest
+from test_math_rlvr import sample_files  # the GSM8K-layout sample files, written the same way
 
 from rljax.io import workdir_lock
 from rljax.io.metrics import MetricsWriter
 from rljax.train import math_experiment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def sample_files(tmp_path) -> tuple[str, str]:
-    """GSM8K-layout train and test files of one-digit sums (the test file every sixth)."""
-    pairs = [(a, b) for a in range(10) for b in range(10) if a + b < 10]
-    paths = []
-    for name, rows in (("train", [p for p in pairs if p not in pairs[::6]]), ("test", pairs[::6])):
-        path = tmp_path / f"{name}.jsonl"
-        with open(path, "w") as f:
-            for a, b in rows:
-                question = f"Tom has {a} apples and finds {b} more. How many now?"
-                f.write(json.dumps({"question": question, "answer": f"{a}+{b}\n#### {a + b}"}))
-                f.write("\n")
-        paths.append(str(path))
-    return paths[0], paths[1]
 
 
 # The gsm8k,tiny preset at a size a test affords: 8 updates in chunks of 1, a checkpoint after
