@@ -25,10 +25,11 @@ def rows(workdir: str) -> list[str]:
         summary = json.load(f)
     out = []
     secs = [summary.get(k, float("nan")) for k in ("compile_s", "run_s")]
-    for g, finals in enumerate(summary["final_return"]):
+    finals_by_grid = summary.get("final_score", summary.get("final_return"))  # older: final_return
+    for g, finals in enumerate(finals_by_grid):
         s = stats.summarize(finals)
         out.append(
-            f"| {summary['title']}{f' · grid {g}' if len(summary['final_return']) > 1 else ''} "
+            f"| {summary['title']}{f' · grid {g}' if len(finals_by_grid) > 1 else ''} "
             f"| {s['n']} | {stats.format_interval(s, 'iqm', 1)} | "
             f"{stats.format_interval(s, 'mean', 1)} | {min(finals):.1f} | "
             f"{secs[0]:.0f} | {secs[1]:.0f} |"

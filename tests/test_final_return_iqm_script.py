@@ -16,7 +16,7 @@ def _run(*args):
 
 def test_row_and_bad_workdir(tmp_path):
     finals = [[100.0, 200.0, 300.0, 400.0, 1000.0, 0.0, 250.0, 260.0]]
-    summary = {"title": "pqn CartPole-v1", "final_return": finals, "compile_s": 3.2, "run_s": 41}
+    summary = {"title": "pqn CartPole-v1", "final_score": finals, "compile_s": 3.2, "run_s": 41}
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     out = _run(str(tmp_path))
     assert out.returncode == 0, out.stderr

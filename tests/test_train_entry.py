@@ -44,7 +44,7 @@ def test_tiny_run_with_a_sweep_writes_every_output(tmp_path):
     assert {r["lr"] for r in rows} == {1e-4, 1e-3}
     assert max(r["update"] for r in rows) == 8  # 1024 steps / (4 envs x 32 steps)
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert len(summary["final_return"]) == 2 and len(summary["final_return"][0]) == 2
+    assert len(summary["final_score"]) == 2 and len(summary["final_score"][0]) == 2
     assert os.listdir(tmp_path / "checkpoints")
 
 
@@ -60,7 +60,7 @@ def test_cpu_devices_shards_the_population_over_two_devices(tmp_path):
     bad = _train(*dqn_tiny, "--cpu_devices=3", f"--workdir={tmp_path / 'bad'}", timeout=60)
     assert "error: --cpu_devices=3 does not divide the population of 2" in bad.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert len(summary["final_return"][0]) == 2
+    assert len(summary["final_score"][0]) == 2
 
 
 @pytest.mark.parametrize(

@@ -54,17 +54,23 @@ class LoopConfig:
 class Summary:
     """What a finished (or interrupted) run reports."""
 
-    final_return: np.ndarray  # [G, S]
+    # [G, S]: every learner's score at the end of the run, the same kind for every learner:
+    # the loop's score (`score_name`) over the final window (a control learner's episode
+    # return, an RLVR learner's last quick pass@1).
+    final_score: np.ndarray
     updates_done: int
-    env_steps: int  # per learner
+    samples: int  # per learner, in the learner's unit (LoopConfig.x_name: env steps, completions)
     compile_s: float
     run_s: float
     interrupted: bool
     stop_signal: int = 0  # the signal that interrupted the run (0: none)
     warnings: tuple[str, ...] = ()  # e.g. a loss that diverged without becoming NaN
+    score_name: str = "return"  # what final_score holds (LoopConfig.score_name)
 
-    def line(self, title: str, score: str = "return", unit: str = "env steps", digits=1) -> str:
-        fr = self.final_return
+    def line(self, title: str, score: str | None = None, unit: str = "env steps", digits=1) -> str:
+        """One line for people; ``score`` names the score (default: ``score_name``)."""
+        score = self.score_name if score is None else score
+        fr = self.final_score
         per_grid = ", ".join(
             f"{np.nanmean(r):.{digits}f} (min {np.nanmin(r):.{digits}f})"
             if np.isfinite(r).any()
@@ -75,7 +81,7 @@ class Summary:
         warn = "".join(f" | warning: {w}" for w in self.warnings)
         return (
             f"{title}: {status} | {fr.shape[1]} seeds x {fr.shape[0]} grid point(s) | "
-            f"{self.env_steps:,} {unit} each | final {score} {per_grid} | "
+            f"{self.samples:,} {unit} each | final {score} {per_grid} | "
             f"{self.compile_s + self.run_s:.1f} s (compile {self.compile_s:.1f} s){warn}"
         )
 
@@ -260,14 +266,15 @@ def run(
     with records.quiet():
         final = np.where(win_count > 0, win_sum / np.maximum(win_count, 1), np.nan)
     summary = Summary(
-        final_return=final.reshape(len(cfg.grid), cfg.num_seeds),
+        final_score=final.reshape(len(cfg.grid), cfg.num_seeds),
         updates_done=update,
-        env_steps=update * cfg.env_steps_per_update,
+        samples=update * cfg.env_steps_per_update,
         compile_s=compile_s,
         run_s=run_s,
         interrupted=interrupted,
         stop_signal=stop_signal,
         warnings=tuple(watch.found.values()),
+        score_name=cfg.score_name,
     )
     last_checkpoint = checkpoints.latest_step(ckpt_dir)
     status = "nonfinite" if nonfinite else "interrupted" if interrupted else "done"
@@ -277,8 +284,10 @@ def run(
                 {
                     "title": cfg.title,
                     "updates": update,
-                    "env_steps_per_agent": summary.env_steps,
-                    "final_return": [
+                    "samples_per_learner": summary.samples,
+                    "x_name": cfg.x_name,
+                    "score": cfg.score_name,
+                    "final_score": [
                         [None if not np.isfinite(v) else v for v in g]
                         for g in final.reshape(len(cfg.grid), -1).tolist()
                     ],
@@ -321,14 +330,18 @@ def load_summary(workdir: str, num_updates: int) -> Summary:
             data = json.load(f)
     except (OSError, ValueError):
         data = {}
-    final = np.asarray(data.get("final_return", [[None]]), np.float64)  # None (no score): NaN
-    per_update = data.get("env_steps_per_agent", 0) // max(data.get("updates", 1), 1)
+    # None (no score): NaN; "final_return" in a summary.json written before "final_score"
+    final = np.asarray(data.get("final_score", data.get("final_return", [[None]])), np.float64)
+    # "env_steps_per_agent" in a summary.json written before "samples_per_learner"
+    done = data.get("samples_per_learner", data.get("env_steps_per_agent", 0))
+    per_update = done // max(data.get("updates", 1), 1)
     return Summary(
-        final_return=final,
+        final_score=final,
         updates_done=num_updates,
-        env_steps=num_updates * per_update,
+        samples=num_updates * per_update,
         compile_s=0.0,
         run_s=0.0,
         interrupted=False,
         warnings=tuple(data.get("warnings", ())),
+        score_name=data.get("score", "return"),
     )

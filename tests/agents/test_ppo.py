@@ -101,4 +101,4 @@ def test_learning_regression_cartpole(tmp_path):
         hparams=tuple(zip(ppo.Hparams._fields, (2.5e-4, 0.2, 0.01, 0.5, 0.99, 0.95), strict=True)),
     )
     _, summary = experiment.run(ppo, ppo.Config(), run)
-    assert np.nanmean(summary.final_return) > 150, summary.final_return
+    assert np.nanmean(summary.final_score) > 150, summary.final_score

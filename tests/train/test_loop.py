@@ -85,7 +85,7 @@ def test_sigterm_checkpoints_and_resume_matches_uninterrupted_run(tmp_path):
     rows_full = MetricsWriter(str(tmp_path / "straight")).read()
     rows_resumed = MetricsWriter(str(tmp_path / "killed")).read()
     assert len(rows_full) == 8 and rows_full == rows_resumed
-    np.testing.assert_array_equal(resumed.final_return, full.final_return)
+    np.testing.assert_array_equal(resumed.final_score, full.final_score)
     for name in ("metrics.csv", "curves.png", "summary.json"):
         assert (tmp_path / "killed" / name).exists()
 
