@@ -1,20 +1,15 @@
 """rljax.dp.gymnax_tabular: tabular versions of gymnax environments from their own dynamics."""
 
-import sys
-
 import numpy as np
 import pytest
 
 from rljax.dp import classic, gymnax_tabular
 from rljax.dp import horizon as dp_horizon
-
-sys.path.insert(0, "experiments")
+from rljax.train import study_population
 
 
 def _env(name, **kw):
-    import _population
-
-    return _population.make_env(name, **kw)
+    return study_population.make_env(name, **kw)
 
 
 def test_catch_is_exact_and_zero_qvi_solvable():
