@@ -40,7 +40,7 @@ def run(args) -> dict:
         for arm in ARMS:
             module, agent_config, run = runs[task, arm]
             _, summary = experiment.run(module, agent_config, run)
-            finals[arm] = summary.final_return.reshape(-1).tolist()
+            finals[arm] = summary.final_score.reshape(-1).tolist()
         arms = {arm: stats.summarize(v) for arm, v in finals.items()}
         diff = stats.compare(finals["recurrent"], finals["feedforward"])
         results[task] = {"arms": arms, "recurrent_minus_feedforward": diff}
