@@ -249,7 +249,8 @@ def _git_commit() -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "results", "trl_losses", "results.json"))
+    out = os.path.join(ROOT, "results", "trl_losses", "results.json")
+    parser.add_argument("--out", default=out)
     args = parser.parse_args(argv)
     x = make_inputs()
     tolerance = {"float64": 1e-12, "float32": 1e-5}  # unless a case says otherwise (float64)
