@@ -1,8 +1,5 @@
 """Effective horizon / SQIRL (#42): SQIRL vs PPO vs DQN across six environments, plus rljax.dp.
 
-    PYTHONPATH=. nice -n 10 python experiments/ablate_effective_horizon.py          # default
-    PYTHONPATH=. python experiments/ablate_effective_horizon.py --quick            # smoke test
-
 Laidlaw, Zhu, Russell & Dragan 2024 ("The Effective Horizon Explains Deep RL Performance in
 Stochastic Environments") claim that SQIRL (explore uniformly at random, regress Q^{π_rand},
 apply k fitted-Q steps, act greedily) has a sample complexity that correlates strongly with PPO's
@@ -36,13 +33,10 @@ of sizes 6 and 10), each method's seeds in one vmapped program:
   last) and with the effective horizon; 95% interval by resampling seeds within each environment
   and method (stratified bootstrap). With six environments ρ takes few values: read the interval.
 
-Writes results.md, results.json and curves_<env>.png (greedy return vs env steps, mean and 95%
-interval over seeds) into --workdir; ``--resume`` reuses finished environments from
-workdir/arms/ (``rljax.train.arm_store.cached``: only those made with the same settings).
-
-Measured time of the default (2026-11-23, commit 67a6a10, ``nice -n 10``, the 2-core CPU shared
-with other jobs, load average 7-11): 20.5 min (tabular versions 74 s, Catch 296 s, the other five
-environments 858 s; details and results in docs/value_based.md).
+Plots: curves_<env>.png (greedy return vs env steps, mean and 95% interval over seeds) into
+--workdir; ``--resume`` reuses finished environments from workdir/arms/
+(``rljax.train.arm_store.cached``: only those made with the same settings). The default took 20.5
+min on the shared 2-core CPU (details and results in docs/value_based.md).
 """
 
 import sys
@@ -54,7 +48,6 @@ from rljax import xla_flags
 # (Only when this process starts JAX: a test that imports the script keeps its own settings.)
 xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
 
-import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
@@ -62,13 +55,12 @@ import time  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from scipy import stats as scipy_stats  # noqa: E402
 
 from rljax import cli, envs, stats  # noqa: E402
 from rljax.agents import dqn, learner, ppo, sqirl  # noqa: E402
 from rljax.dp import gymnax_tabular  # noqa: E402
 from rljax.dp import horizon as dp_horizon  # noqa: E402
-from rljax.train import arm_store, study  # noqa: E402
+from rljax.train import arm_store, study, study_stats  # noqa: E402
 from rljax.train import study_population as _population  # noqa: E402
 
 K_LEVELS = (0, 1, 2, 3, 5)
@@ -77,73 +69,38 @@ EVAL_ENVS = 16
 _LIN = np.linspace
 # name -> gymnax id, kwargs, threshold, budget (env steps per agent), evaluation length, and the
 # tabular version: (fields, grids, horizon, samples, jitter)
+_PI = np.pi
 ENVS = {
     "CartPole-v1": dict(
-        id="CartPole-v1",
-        kw={},
-        threshold=400.0,
-        steps=150_000,
-        eval_len=500,
-        tab=(
-            ("x", "x_dot", "theta", "theta_dot"),
-            (_LIN(-2.4, 2.4, 6), _LIN(-2, 2, 6), _LIN(-0.2, 0.2, 6), _LIN(-2.5, 2.5, 6)),
-            100,
-            16,
-            True,
-        ),
+        id="CartPole-v1", kw={}, threshold=400.0, steps=150_000, eval_len=500,
+        tab=(("x", "x_dot", "theta", "theta_dot"),
+             (_LIN(-2.4, 2.4, 6), _LIN(-2, 2, 6), _LIN(-0.2, 0.2, 6), _LIN(-2.5, 2.5, 6)),
+             100, 16, True),
     ),
     "Acrobot-v1": dict(
-        id="Acrobot-v1",
-        kw={},
-        threshold=-120.0,
-        steps=150_000,
-        eval_len=500,
-        tab=(
-            ("joint_angle1", "joint_angle2", "velocity_1", "velocity_2"),
-            (
-                _LIN(-np.pi, np.pi, 7),
-                _LIN(-np.pi, np.pi, 7),
-                _LIN(-4 * np.pi, 4 * np.pi, 7),
-                _LIN(-9 * np.pi, 9 * np.pi, 7),
-            ),
-            100,
-            16,
-            True,
-        ),
+        id="Acrobot-v1", kw={}, threshold=-120.0, steps=150_000, eval_len=500,
+        tab=(("joint_angle1", "joint_angle2", "velocity_1", "velocity_2"),
+             (_LIN(-_PI, _PI, 7), _LIN(-_PI, _PI, 7), _LIN(-4 * _PI, 4 * _PI, 7),
+              _LIN(-9 * _PI, 9 * _PI, 7)),
+             100, 16, True),
     ),
     "MountainCar-v0": dict(
-        id="MountainCar-v0",
-        kw={},
-        threshold=-160.0,
-        steps=150_000,
-        eval_len=200,
+        id="MountainCar-v0", kw={}, threshold=-160.0, steps=150_000, eval_len=200,
         tab=(("position", "velocity"), (_LIN(-1.2, 0.6, 30), _LIN(-0.07, 0.07, 30)), 200, 16, True),
     ),
     "Catch-bsuite": dict(
-        id="Catch-bsuite",
-        kw={},
-        threshold=0.8,
-        steps=30_000,
-        eval_len=10,
+        id="Catch-bsuite", kw={}, threshold=0.8, steps=30_000, eval_len=10,
         tab=(("ball_x", "ball_y", "paddle_x"), (range(5), range(10), range(5)), 10, 1, False),
     ),
     "DeepSea-bsuite-6": dict(
-        id="DeepSea-bsuite",
-        kw={"size": 6},
-        threshold=0.5,
-        steps=30_000,
-        eval_len=7,
+        id="DeepSea-bsuite", kw={"size": 6}, threshold=0.5, steps=30_000, eval_len=7,
         tab=(("row", "column"), (range(7), range(7)), 6, 1, False),
     ),
     "DeepSea-bsuite-10": dict(
-        id="DeepSea-bsuite",
-        kw={"size": 10},
-        threshold=0.5,
-        steps=30_000,
-        eval_len=11,
+        id="DeepSea-bsuite", kw={"size": 10}, threshold=0.5, steps=30_000, eval_len=11,
         tab=(("row", "column"), (range(11), range(11)), 10, 1, False),
     ),
-}
+}  # fmt: skip
 METHODS = ("sqirl", "ppo", "dqn")
 
 
@@ -162,18 +119,7 @@ def agent_setup(method: str, name: str, steps: int):
         c = study.config(__file__, "ppo", base)
         cfg = learner.config_from_dict(ppo.Config, "ppo", c.ppo.to_dict())
         return ppo, cfg, {k: float(v) for k, v in c.hparams.items()}
-    c = study.config(__file__, "dqn", base)
-    cfg = learner.config_from_dict(dqn.Config, "dqn", c.dqn.to_dict())
-    hp = {k: float(v) for k, v in c.hparams.items()}
-    hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
-    n = cfg.num_envs
-    cfg = dataclasses.replace(
-        cfg,
-        learning_starts=max(cfg.batch_size, min(cfg.learning_starts, steps // 10)),
-        target_update_every=max(n, min(cfg.target_update_every, steps // 20) // n * n),
-        buffer_size=max(cfg.n_step + 1, min(cfg.buffer_size, steps // 2) // n) * n,
-    )
-    return dqn, cfg, hp
+    return (dqn, *_population.dqn_for_budget(study.config(__file__, "dqn", base), steps))
 
 
 def make_evaluator(method: str, cfg, env, length: int):
@@ -186,18 +132,11 @@ def make_evaluator(method: str, cfg, env, length: int):
             return jnp.argmax(cfg.head.q_values(net.apply(p, obs)), -1)
 
         def one(state, key):
-            return jnp.stack(
-                [
-                    _population.greedy_returns(
-                        env,
-                        functools.partial(level_policy, state.params, j),
-                        key,
-                        EVAL_ENVS,
-                        length,
-                    )
-                    for j in K_LEVELS
-                ]
-            )
+            return jnp.stack([
+                _population.greedy_returns(env, functools.partial(level_policy, state.params, j),
+                                           key, EVAL_ENVS, length)
+                for j in K_LEVELS
+            ])  # fmt: skip
     elif method == "dqn":
         net = dqn.network(cfg, env)
 
@@ -245,10 +184,7 @@ def _rank_input(values: list[float]) -> np.ndarray:
 
 def spearman(x, y) -> float:
     """Spearman ρ with ∞ tied last; NaN when either side is constant."""
-    a, b = _rank_input(x), _rank_input(y)
-    if np.all(a == a[0]) or np.all(b == b[0]):
-        return float("nan")
-    return float(scipy_stats.spearmanr(a, b).statistic)
+    return study_stats.spearman(_rank_input(x), _rank_input(y))
 
 
 def correlations(hits: dict, horizons: dict, env_names: list[str], seed: int = 0) -> dict:
@@ -278,18 +214,11 @@ def correlations(hits: dict, horizons: dict, env_names: list[str], seed: int = 0
     for a, b in pairs:
         if a not in point or b not in point:
             continue
-        draws = []
-        for _ in range(stats.NUM_RESAMPLES // 4):
-            draws.append(spearman(series[a](rng), series[b](rng)))
-        draws = np.asarray(draws)
-        ok = draws[np.isfinite(draws)]
-        alpha = (1 - stats.CONFIDENCE) / 2
-        ci = [float(v) for v in np.quantile(ok, [alpha, 1 - alpha])] if ok.size else [None, None]
+        draws = [spearman(series[a](rng), series[b](rng)) for _ in range(stats.NUM_RESAMPLES // 4)]
         out[f"{a} vs {b}"] = {
-            "rho": spearman(point[a], point[b]),
-            "ci": ci,
-            "undefined_draws": float(1 - ok.size / len(draws)),
-        }
+            "rho": spearman(point[a], point[b]), "ci": study_stats.interval(draws, empty=None),
+            "undefined_draws": float(1 - np.isfinite(draws).sum() / len(draws)),
+        }  # fmt: skip
     return out
 
 
@@ -301,22 +230,15 @@ def exact_horizons(env_names, log) -> dict:
         fields, grids, horizon, samples, jitter = spec["tab"]
         env = _population.make_env(spec["id"], **spec["kw"])
         t0 = time.perf_counter()
-        mdp = gymnax_tabular.tabulate(
-            env, fields, grids, horizon=horizon, samples=samples, jitter=jitter
-        )
+        mdp = gymnax_tabular.tabulate(env, fields, grids, horizon=horizon, samples=samples,
+                                      jitter=jitter)  # fmt: skip
         k = int(dp_horizon.min_qvi_steps(mdp, 6))
         h = float(dp_horizon.effective_horizon(mdp, 6))
-        out[name] = {
-            "states": mdp.num_states,
-            "horizon": horizon,
-            "min_qvi_steps": k,
-            "effective_horizon": h if np.isfinite(h) else float("inf"),
-            "exact": not jitter,
-        }
-        log(
-            f"{name}: tabular {mdp.num_states} states, k_min={k}, H_eff={h:.2f} "
-            f"({time.perf_counter() - t0:.0f} s)"
-        )
+        out[name] = {"states": mdp.num_states, "horizon": horizon, "min_qvi_steps": k,
+                     "effective_horizon": h if np.isfinite(h) else float("inf"),
+                     "exact": not jitter}  # fmt: skip
+        log(f"{name}: tabular {mdp.num_states} states, k_min={k}, H_eff={h:.2f} "
+            f"({time.perf_counter() - t0:.0f} s)")  # fmt: skip
     return out
 
 
@@ -328,28 +250,16 @@ def run_env(name, seeds, steps, seed, log) -> dict:
     for method in METHODS:
         module, cfg, hp = agent_setup(method, name, steps)
         evaluate = make_evaluator(method, cfg, env, spec["eval_len"])
-        res = _population.train_with_evals(
-            module, cfg, env, [hp], seeds, steps, seed, NUM_EVALS, evaluate
-        )
+        res = _population.train_with_evals(module, cfg, env, [hp], seeds, steps, seed, NUM_EVALS,
+                                           evaluate)  # fmt: skip
         evals = res["evals"]  # [S, C] or [S, C, len(K)]
-        arms = (
-            {f"sqirl k={k}": evals[:, :, i] for i, k in enumerate(K_LEVELS)}
-            if method == "sqirl"
-            else {method: evals}
-        )
+        arms = ({f"sqirl k={k}": evals[:, :, i] for i, k in enumerate(K_LEVELS)}
+                if method == "sqirl" else {method: evals})  # fmt: skip
         for arm, ev in arms.items():
-            out[arm] = {
-                "evals": ev,
-                "steps_at": res["steps_at"],
-                "hits": steps_to_threshold(ev, res["steps_at"], spec["threshold"]),
-            }
-        log(
-            f"{name} {method}: {res['seconds']:.0f} s; final greedy "
-            + "; ".join(
-                f"{a} {np.round(v['evals'][:, -1], 1).tolist()}"
-                for a, v in ((a, out[a]) for a in arms)
-            )
-        )
+            hits = steps_to_threshold(ev, res["steps_at"], spec["threshold"])
+            out[arm] = {"evals": ev, "steps_at": res["steps_at"], "hits": hits}
+        finals = (f"{a} {np.round(out[a]['evals'][:, -1], 1).tolist()}" for a in arms)
+        log(f"{name} {method}: {res['seconds']:.0f} s; final greedy " + "; ".join(finals))
     sq = [f"sqirl k={k}" for k in K_LEVELS]
     best = min(sq, key=lambda a: (np.median(out[a]["hits"]), -out[a]["evals"][:, -1].mean()))
     out["sqirl"] = {**out[best], "k": best}
@@ -371,12 +281,10 @@ def report(args, out: dict, record: dict) -> study.Report:
             if arm != "sqirl":
                 arms[label] = stats.summarize(r["evals"][:, -1])
             h = r["hits"]
-            s2t[label] = {
-                "median": float(np.median(h)),
-                "ci": median_ci(h),
-                "reached": float(np.isfinite(h).mean()),
-                "per_seed": [None if not np.isfinite(v) else float(v) for v in h],
-            }
+            per_seed = [None if not np.isfinite(v) else float(v) for v in h]
+            reached = float(np.isfinite(h).mean())
+            s2t[label] = {"median": float(np.median(h)), "ci": median_ci(h), "reached": reached,
+                          "per_seed": per_seed}  # fmt: skip
     rho = {k: v for k, v in corr.items() if k in ("sqirl vs ppo", "sqirl vs dqn")}
     lows = [v["ci"][0] for v in rho.values() if v["ci"][0] is not None]
     highs = [v["ci"][1] for v in rho.values() if v["ci"][1] is not None]
@@ -400,66 +308,44 @@ def report(args, out: dict, record: dict) -> study.Report:
         "**Samples to threshold** (env steps per agent; median over seeds [95% bootstrap "
         "interval], fraction of seeds that reach it; ∞ = not within the budget):",
         "",
-        "| env · method | threshold | budget | median | 95% CI | reached | per seed |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for label, v in s2t.items():
-        e = label.split(" · ")[0]
-        notes.append(
-            f"| {label} | {ENVS[e]['threshold']:g} | {_fmt_steps(meta['budgets'][e])} | "
-            f"{_fmt_steps(v['median'])} | [{_fmt_steps(v['ci'][0])}, "
-            f"{_fmt_steps(v['ci'][1])}] | {v['reached']:.2f} | "
-            f"{', '.join(_fmt_steps(p) for p in v['per_seed'])} |"
-        )
-    notes += [
+        *study.md_table(
+            ("env · method", "threshold", "budget", "median", "95% CI", "reached", "per seed"),
+            ((label, f"{ENVS[label.split(' · ')[0]]['threshold']:g}",
+              _fmt_steps(meta["budgets"][label.split(" · ")[0]]), _fmt_steps(v["median"]),
+              f"[{_fmt_steps(v['ci'][0])}, {_fmt_steps(v['ci'][1])}]", f"{v['reached']:.2f}",
+              ", ".join(_fmt_steps(p) for p in v["per_seed"])) for label, v in s2t.items()),
+        ),
         "",
         "**Spearman ρ across environments** (medians; 95% interval from resampling "
         "seeds within each environment and method; 'undef.' = share of resamples where "
         "one side is constant):",
         "",
-        "| pair | ρ | 95% CI | undef. |",
-        "|---|---|---|---|",
-    ]
-    for k, v in corr.items():
-        notes.append(
-            f"| {k} | {_n(v['rho'])} | [{_n(v['ci'][0])}, {_n(v['ci'][1])}] | "
-            f"{v['undefined_draws']:.2f} |"
-        )
+        *study.md_table(("pair", "ρ", "95% CI", "undef."), (
+            (k, _n(v["rho"]), f"[{_n(v['ci'][0])}, {_n(v['ci'][1])}]",
+             f"{v['undefined_draws']:.2f}") for k, v in corr.items())),
+    ]  # fmt: skip
     if horizons:
         notes += [
             "",
             "**Tabular versions** (rljax.dp; k_min = least k with greedy on Q^k optimal "
             "everywhere, 7 = none up to 6; H_eff = min_k k + log_A m_k):",
             "",
-            "| env | states | horizon | exact? | k_min | H_eff |",
-            "|---|---|---|---|---|---|",
-        ]
-        for e, h in horizons.items():
-            notes.append(
-                f"| {e} | {h['states']} | {h['horizon']} | "
-                f"{'exact' if h['exact'] else 'aggregated'} | {h['min_qvi_steps']} | "
-                f"{h['effective_horizon']:.2f} |"
-            )
+            *study.md_table(("env", "states", "horizon", "exact?", "k_min", "H_eff"), (
+                (e, h["states"], h["horizon"], "exact" if h["exact"] else "aggregated",
+                 h["min_qvi_steps"], f"{h['effective_horizon']:.2f}")
+                for e, h in horizons.items())),
+        ]  # fmt: skip
     resumed = " (this invocation; --resume read cached training runs)" if meta["resumed"] else ""
-    notes += [
-        "",
-        f"Seeds {meta['seeds']}, budgets {meta['budgets']}, wall time "
-        f"{meta['seconds']:.0f} s{resumed} ({meta['load']}).",
-    ]
+    notes += ["", f"Seeds {meta['seeds']}, budgets {meta['budgets']}, wall time "
+              f"{meta['seconds']:.0f} s{resumed} ({meta['load']})."]  # fmt: skip
     return study.Report(
         title="Effective horizon / SQIRL (#42, ablation 12)",
-        claim=(
-            "SQIRL (random roll-outs + k fitted-Q steps, greedy) has a sample complexity that "
-            "correlates strongly with PPO's and DQN's across environments"
-        ),
-        claims=statuses,
-        reason=reason,
-        arms=arms,
+        claim="SQIRL (random roll-outs + k fitted-Q steps, greedy) has a sample complexity that "
+        "correlates strongly with PPO's and DQN's across environments",
+        claims=statuses, reason=reason, arms=arms, notes=notes, digits=2,
         metric="final greedy return (16 evaluation episodes)",
         extra={"samples_to_threshold": s2t, "spearman": corr, "tabular": horizons, **meta},
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -467,25 +353,14 @@ def plot(args, out: dict, _) -> None:
         # Evaluations come after each tenth of the budget (to within one update per method).
         x = np.arange(1, NUM_EVALS + 1) * out["budgets"][e] / NUM_EVALS
         curves = {a: r["evals"] for a, r in res.items() if a != "sqirl"}
-        safe = e.replace("/", "_")
-        stats.plot_bands(
-            x,
-            curves,
-            os.path.join(args.workdir, f"curves_{safe}.png"),
-            title=f"{e}: greedy return (threshold {ENVS[e]['threshold']:g})",
-            xlabel="env steps per agent",
-            ylabel="greedy evaluation return",
-        )
+        path = os.path.join(args.workdir, f"curves_{e.replace('/', '_')}.png")
+        stats.plot_bands(x, curves, path, title=f"{e}: greedy return (threshold "
+                         f"{ENVS[e]['threshold']:g})", xlabel="env steps per agent",
+                         ylabel="greedy evaluation return")  # fmt: skip
 
 
 def _n(v) -> str:
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.2f}"
-
-
-def add_flags(p) -> None:
-    # Cheap environments first: a failure shows early; --resume reuses finished ones.
-    p.add_argument("--envs", default=",".join([*list(ENVS)[3:], *list(ENVS)[:3]]))
-    p.add_argument("--no_tabular", action="store_true", help="skip the rljax.dp horizons")
 
 
 def check(args) -> None:
@@ -515,12 +390,15 @@ def run(args) -> dict:
 
 
 STUDY = study.Study(
-    script=__file__, doc=__doc__, workdir="runs/ablate_effective_horizon", run=run,
-    report=report, plot=plot, flags=add_flags, check=check, seeds=5, steps=0, resume=True,
+    script=__file__, doc=__doc__, workdir="runs/ablate_effective_horizon", run=run, report=report,
+    plot=plot, check=check, seeds=5, steps=0, resume=True,
     quick={"envs": "Catch-bsuite,DeepSea-bsuite-6", "seeds": 2, "steps": 10_240},
     low={"seeds": 2, "steps": 0},
+    # cheap environments first: a failure shows early; --resume reuses finished ones
+    options={"envs": ",".join([*list(ENVS)[3:], *list(ENVS)[:3]])},
+    flags=lambda p: p.add_argument("--no_tabular", action="store_true",
+                                   help="skip the rljax.dp horizons"),
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

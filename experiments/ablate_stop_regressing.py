@@ -1,7 +1,5 @@
 """Stop Regressing (#118): MSE vs Huber vs two-hot vs HL-Gauss vs C51 value losses in DQN.
 
-    PYTHONPATH=. nice -n 10 python experiments/ablate_stop_regressing.py            # default
-    PYTHONPATH=. python experiments/ablate_stop_regressing.py --quick              # < 1 min idle
     PYTHONPATH=. python experiments/ablate_stop_regressing.py --studies=losses,acrobot
     PYTHONPATH=. python experiments/ablate_stop_regressing.py --studies=width      # opt-in
     PYTHONPATH=. python experiments/ablate_stop_regressing.py --studies=minatar    # opt-in
@@ -32,11 +30,8 @@ interval and P(arm > MSE). The verdict is computed from those intervals (see ``v
 
 Writes results.md, results.json and one curves_<env>_noise<n>.png per panel into --workdir.
 
-Measured time (2026-11-23, commit 046ccee, `nice -n 10`, the 2-core CPU shared with other jobs,
-load average 9-12): the default's five CartPole programs took 1210 s (20.2 min) wall clock;
-``--studies=losses,acrobot`` took 33.9 min (995 s of CPU time: the process got about half a
-core). Most of it is XLA compilation (~1-2 min per program on the loaded machine, ~5 s idle) and
-the HL-Gauss program's 48 agents. ``--quick``: ~25 s of CPU time (65 s wall at load 8).
+The default's five CartPole programs took 20 min on the shared 2-core CPU (most of it XLA
+compilation and the HL-Gauss program's 48 agents); ``--studies=losses,acrobot`` 34 min.
 Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
 """
 
@@ -51,21 +46,20 @@ import os  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax import cli, stats  # noqa: E402
-from rljax.agents import dqn, learner  # noqa: E402
-from rljax.train import arm_store, study, verdicts  # noqa: E402
+from rljax.agents import dqn  # noqa: E402
+from rljax.train import arm_store, study, study_stats, verdicts  # noqa: E402
 from rljax.train import study_population as _population  # noqa: E402
 
 SIGMAS = (0.25, 0.75, 2.0)
 PAPER_SIGMA = 0.75
 # arm -> (dqn.Config overrides, hparam overrides: one grid point each)
 ARMS = {
-    "mse": ({"head": "mse"}, [{}]),
-    "huber": ({"head": "huber"}, [{}]),
+    "mse": ({"head": "mse"}, [{}]), "huber": ({"head": "huber"}, [{}]),
     "two_hot": ({"head": "two_hot"}, [{}]),
     "hl_gauss": ({"head": "hl_gauss"}, [{"hl_sigma": s} for s in SIGMAS]),
     "hl_gauss_075": ({"head": "hl_gauss"}, [{"hl_sigma": PAPER_SIGMA}]),
     "c51": ({"head": "c51"}, [{}]),
-}
+}  # fmt: skip
 ALL_LOSSES = ("mse", "huber", "two_hot", "hl_gauss", "c51")
 # study -> list of panels: (env, arms, reward-noise levels, MLP width or None for the config's)
 STUDIES = {
@@ -99,22 +93,9 @@ def base_config(
     env_name: str, steps: int, width: int | None, overrides: dict | None = None
 ) -> tuple[dqn.Config, dict]:
     """configs/dqn.py for ``env_name`` (with ``overrides`` of its dqn block, e.g. the head),
-    fitted to a run of ``steps`` env steps per agent.
-
-    Short runs: ε reaches its floor by mid-run, the buffer holds at most half the run, and
-    learning starts after at most a tenth of it.
-    """
+    fitted to a run of ``steps`` env steps per agent (``study_population.dqn_for_budget``)."""
     c = study.config(__file__, "dqn", env_name)
-    config = learner.config_from_dict(dqn.Config, "dqn", {**c.dqn.to_dict(), **(overrides or {})})
-    hp = {k: float(v) for k, v in c.hparams.items()}
-    hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
-    n = config.num_envs
-    rows = max(config.n_step + 1, min(config.buffer_size, steps // 2) // n)
-    starts = max(config.batch_size, min(config.learning_starts, steps // 10))
-    target = max(n, min(config.target_update_every, steps // 20) // n * n)
-    config = dataclasses.replace(
-        config, buffer_size=rows * n, learning_starts=starts, target_update_every=target
-    )
+    config, hp = _population.dqn_for_budget(c, steps, overrides)
     if width is not None:
         config = dataclasses.replace(config, hidden=(width, width))
     return config, hp
@@ -137,10 +118,7 @@ def run_panel(env_name, arms, noises, width, seeds, steps, seed, log, store=None
         stored = store.load(name, settings) if store is not None else None
         if stored is None:
             res = _population.train_population(dqn, cfg, env_name, grid, seeds, steps, seed)
-            stored = {
-                "ret": res["ret"], "cnt": res["cnt"], "per_update": res["per_update"],
-                "seconds": res["seconds"],
-            }  # fmt: skip
+            stored = {k: res[k] for k in ("ret", "cnt", "per_update", "seconds")}
             if store is not None:
                 store.save(name, settings, stored)
         res = stored
@@ -149,34 +127,28 @@ def run_panel(env_name, arms, noises, width, seeds, steps, seed, log, store=None
         for g, point in enumerate(grid):
             sl = slice(g * seeds, (g + 1) * seeds)
             key = (env_name, cfg.hidden[0], point["reward_noise"], arm_name(arm, point))
-            out[key] = {
-                "final": m["final"][sl],
-                "auc": m["auc"][sl],
-                "curve": curve[sl],
-                "x": x * res["per_update"],
-            }
-        log(
-            f"{env_name} width={cfg.hidden[0]} {arm} ×{len(grid)} points × {seeds} seeds: "
-            f"{float(res['seconds']):.0f} s; final per agent {np.round(m['final'], 1).tolist()}"
-        )
+            out[key] = {"final": m["final"][sl], "auc": m["auc"][sl], "curve": curve[sl],
+                        "x": x * res["per_update"]}  # fmt: skip
+        log(f"{env_name} width={cfg.hidden[0]} {arm} ×{len(grid)} points × {seeds} seeds: "
+            f"{float(res['seconds']):.0f} s; final per agent "
+            f"{np.round(m['final'], 1).tolist()}")  # fmt: skip
     return out
 
 
 # "X matches or beats MSE" holds when X is not worse than MSE by more than this share of
 # |MSE's mean final return| in the same panel (a tie within the margin is a match).
 MATCH_MARGIN = 0.1
-_WORDS = {"reproduced": "holds", "contradicted": "fails", "not at this scale": "tie"}
 
 
 def _claim_status(diff_ci) -> str:
     """'holds' (interval above 0), 'fails' (below 0) or 'tie': for "X grows" claims."""
-    return _WORDS[verdicts.vs_zero(diff_ci)]
+    return verdicts.WORDS[verdicts.vs_zero(diff_ci)]
 
 
 def _match_status(diff_ci, mse_mean: float) -> str:
     """'holds' / 'fails' / 'tie' for "X matches or beats MSE" (``verdicts.matches_or_beats``
     with a margin of ``MATCH_MARGIN`` × |MSE's mean|)."""
-    return _WORDS[verdicts.matches_or_beats(diff_ci, margin=MATCH_MARGIN * abs(mse_mean))]
+    return verdicts.WORDS[verdicts.matches_or_beats(diff_ci, margin=MATCH_MARGIN * abs(mse_mean))]
 
 
 def gap_growth(ce_hi, mse_hi, ce_lo, mse_lo, seed: int = 0) -> dict:
@@ -194,11 +166,7 @@ def gap_growth(ce_hi, mse_hi, ce_lo, mse_lo, seed: int = 0) -> dict:
         stat([a[rng.integers(0, len(a), len(a))] for a in arrays])
         for _ in range(stats.NUM_RESAMPLES)
     ]
-    alpha = (1 - stats.CONFIDENCE) / 2
-    return {
-        "growth": float(stat(arrays)),
-        "growth_ci": [float(v) for v in np.quantile(boots, [alpha, 1 - alpha])],
-    }
+    return {"growth": float(stat(arrays)), "growth_ci": study_stats.interval(boots)}
 
 
 def verdict(results: dict, comparisons: dict) -> tuple[str, dict]:
@@ -219,42 +187,26 @@ def verdict(results: dict, comparisons: dict) -> tuple[str, dict]:
         if noise == 0 and arm in (f"hl_gauss σ/bin={PAPER_SIGMA:g}", "two_hot"):
             mse_mean = float(np.mean(by[(env, width, noise, "mse")]))
             claims[f"{arm} matches or beats MSE on {env} (width {width})"] = (
-                _match_status(c["final"]["diff_ci"], mse_mean),
-                c["final"]["diff"],
-                c["final"]["diff_ci"],
-            )
+                _match_status(c["final"]["diff_ci"], mse_mean), c["final"]["diff"],
+                c["final"]["diff_ci"])  # fmt: skip
     hl = f"hl_gauss σ/bin={PAPER_SIGMA:g}"
     envs_noise = {(k[0], k[1]) for k in by if k[2] > 0}
     for env, width in sorted(envs_noise):
         hi = max(k[2] for k in by if k[:2] == (env, width))
         if (env, width, 0.0, hl) in by and (env, width, hi, hl) in by:
-            g = gap_growth(
-                by[(env, width, hi, hl)],
-                by[(env, width, hi, "mse")],
-                by[(env, width, 0.0, hl)],
-                by[(env, width, 0.0, "mse")],
-            )
+            g = gap_growth(by[(env, width, hi, hl)], by[(env, width, hi, "mse")],
+                           by[(env, width, 0.0, hl)], by[(env, width, 0.0, "mse")])  # fmt: skip
             claims[f"{hl} − MSE gap grows with reward noise 0 → {hi:g} on {env}"] = (
-                _claim_status(g["growth_ci"]),
-                g["growth"],
-                g["growth_ci"],
-            )
+                _claim_status(g["growth_ci"]), g["growth"], g["growth_ci"])  # fmt: skip
     widths = sorted({k[1] for k in by if k[2] == 0.0})
     for env in sorted({k[0] for k in by}):
         ws = [w for w in widths if (env, w, 0.0, hl) in by and (env, w, 0.0, "mse") in by]
         if len(ws) >= 2:
             lo, hi = ws[0], ws[-1]
-            g = gap_growth(
-                by[(env, hi, 0.0, hl)],
-                by[(env, hi, 0.0, "mse")],
-                by[(env, lo, 0.0, hl)],
-                by[(env, lo, 0.0, "mse")],
-            )
+            g = gap_growth(by[(env, hi, 0.0, hl)], by[(env, hi, 0.0, "mse")],
+                           by[(env, lo, 0.0, hl)], by[(env, lo, 0.0, "mse")])  # fmt: skip
             claims[f"{hl} − MSE gap grows with width {lo} → {hi} on {env}"] = (
-                _claim_status(g["growth_ci"]),
-                g["growth"],
-                g["growth_ci"],
-            )
+                _claim_status(g["growth_ci"]), g["growth"], g["growth_ci"])  # fmt: skip
     if not claims:  # --arms left out every arm a claim needs
         return "no claim was checked: the arms it needs did not run.", {}
     rules = (
@@ -289,50 +241,40 @@ def report(args, out: dict, record: dict) -> study.Report:
         "**AUC and each arm against MSE** (same panel). Δ = arm − MSE, difference of means "
         "with a 95% bootstrap interval; P = P(arm > MSE) with its interval.",
         "",
-        "| panel · arm | AUC mean [95% CI] | AUC IQM | Δ final vs MSE | P(final > MSE) | "
-        "Δ AUC vs MSE |",
-        "|---|---|---|---|---|---|",
     ]
-    for key, s in a["summaries"].items():
-        c = a["comparisons"].get(key)
-        if c:
-            f, u = c["final"], c["auc"]
-            cmp = (
-                f"{f['diff']:+.1f} [{f['diff_ci'][0]:+.1f}, {f['diff_ci'][1]:+.1f}] | "
-                f"{f['prob_improvement']:.2f} [{f['prob_improvement_ci'][0]:.2f}, "
-                f"{f['prob_improvement_ci'][1]:.2f}] | {u['diff']:+.1f} "
-                f"[{u['diff_ci'][0]:+.1f}, {u['diff_ci'][1]:+.1f}]"
-            )
-        else:
-            cmp = "— | — | —"
-        notes.append(f"| {_label(key)} | {fmt(s['auc'])} | {fmt(s['auc'], 'iqm')} | {cmp} |")
+
+    def vs_mse(c):
+        if not c:
+            return ("—", "—", "—")
+        f, u = c["final"], c["auc"]
+        p_lo, p_hi = f["prob_improvement_ci"]
+        return (study.diff_text(f["diff"], f["diff_ci"], 1),
+                f"{f['prob_improvement']:.2f} [{p_lo:.2f}, {p_hi:.2f}]",
+                study.diff_text(u["diff"], u["diff_ci"], 1))  # fmt: skip
+
+    notes += study.md_table(
+        ("panel · arm", "AUC mean [95% CI]", "AUC IQM", "Δ final vs MSE", "P(final > MSE)",
+         "Δ AUC vs MSE"),
+        ((_label(k), fmt(s["auc"]), fmt(s["auc"], "iqm"), *vs_mse(a["comparisons"].get(k)))
+         for k, s in a["summaries"].items()))  # fmt: skip
     notes += ["", *study.checked_claims(claims, 1)]
-    notes += [
-        "",
-        f"Settings: {json.dumps(meta['settings'])}.",
-        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}).",
-    ]
+    notes += ["", f"Settings: {json.dumps(meta['settings'])}.",
+              f"Wall time: {meta['seconds']:.0f} s ({meta['load']})."]  # fmt: skip
     return study.Report(
         title="Stop Regressing (#118, ablation 2): value losses in DQN",
-        claim=(
-            "cross-entropy value losses (two-hot, HL-Gauss σ/bin ≈ 0.75) match or beat MSE "
-            "regression, and the gain grows with target noise and network width"
-        ),
-        claims=claims,
-        reason=reason,
+        claim="cross-entropy value losses (two-hot, HL-Gauss σ/bin ≈ 0.75) match or beat MSE "
+        "regression, and the gain grows with target noise and network width",
+        claims=claims, reason=reason, notes=notes, digits=1,
         arms={_label(k): s["final"] for k, s in a["summaries"].items()},
         metric="final return (training episodes, last 10%)",
         extra={
             "auc": {_label(k): s["auc"] for k, s in a["summaries"].items()},
             "vs_mse": {_label(k): c for k, c in a["comparisons"].items()},
-            "claims": {
-                k: {"status": s, "estimate": e, "ci": ci} for k, (s, e, ci) in claims.items()
-            },
+            "claims": {k: {"status": s, "estimate": e, "ci": ci}
+                       for k, (s, e, ci) in claims.items()},
             **meta,
         },
-        notes=notes,
-        digits=1,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -342,18 +284,11 @@ def plot(args, out: dict, _) -> None:
     for (env, width, noise), arms in panels.items():
         x = next(iter(arms.values()))["x"]
         stats.plot_bands(
-            x,
-            {name: r["curve"] for name, r in arms.items()},
+            x, {name: r["curve"] for name, r in arms.items()},
             os.path.join(args.workdir, f"curves_{env}_w{width}_noise{noise:g}.png"),
             title=f"{env}, width {width}, reward noise {noise:g} (mean, 95% CI)",
-            xlabel="env steps per agent",
-            ylabel="training episode return",
-        )
-
-
-def add_flags(p) -> None:
-    p.add_argument("--studies", default="losses", help=f"comma-separated of {', '.join(STUDIES)}")
-    p.add_argument("--arms", default="", help=f"only these arms (comma-separated of {ALL_LOSSES})")
+            xlabel="env steps per agent", ylabel="training episode return",
+        )  # fmt: skip
 
 
 def check(args) -> None:
@@ -365,9 +300,8 @@ def check(args) -> None:
 
 def run(args) -> dict:
     log = lambda s: print(s, flush=True)  # noqa: E731
-    panels = (
-        QUICK_PANELS if args.quick else [p for s in args.studies.split(",") for p in STUDIES[s]]
-    )
+    panels = [p for s in args.studies.split(",") for p in STUDIES[s]]
+    panels = QUICK_PANELS if args.quick else panels
     if args.arms:
         keep = args.arms.split(",")
         panels = [(e, tuple(a for a in arms if a in keep), n, w) for e, arms, n, w in panels]
@@ -376,16 +310,8 @@ def run(args) -> dict:
     for env_name, arms, noises, width in panels:
         study_steps = WIDTH_STEPS if width is not None else STEPS.get(env_name, MINATAR_STEPS)
         steps = args.steps or study_steps
-        settings.append(
-            {
-                "env": env_name,
-                "arms": list(arms),
-                "reward_noise": list(noises),
-                "width": width,
-                "seeds": args.seeds,
-                "env_steps": steps,
-            }
-        )
+        settings.append({"env": env_name, "arms": list(arms), "reward_noise": list(noises),
+                         "width": width, "seeds": args.seeds, "env_steps": steps})  # fmt: skip
         results.update(
             run_panel(env_name, arms, noises, width, args.seeds, steps, args.seed, log, store)
         )
@@ -394,10 +320,11 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/ablate_stop_regressing", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=8, steps=0, resume=True,
+    plot=plot, check=check, seeds=8, steps=0, resume=True,
     quick={"seeds": 2, "steps": 6_000}, low={"seeds": 2, "steps": 0},
+    options={"studies": ("losses", f"comma-separated of {', '.join(STUDIES)}"),
+             "arms": ("", f"only these arms (comma-separated of {ALL_LOSSES})")},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

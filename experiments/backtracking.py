@@ -2,9 +2,6 @@
 depth-first search traces with backtracking or on direct solutions, then GRPO; pass@k at equal
 token budget, and the effect of the number of backtracks in the SFT traces.
 
-    PYTHONPATH=. python experiments/backtracking.py --workdir runs/backtracking
-    PYTHONPATH=. python experiments/backtracking.py --workdir /tmp/backtracking --quick
-
 Task (`rljax.lm.tasks.countdown_search`): three numbers 1-9 (`Budget.numbers`; the task takes
 2-4) and a two-digit target; a completion is a sequence of steps "a op b=c" where ';' undoes the
 last step, and it is correct iff it replays as a legal search ending in the target alone. Arms
@@ -29,23 +26,17 @@ between integer k), so arms are compared at equal generated tokens. Claims:
   4. (#69, our reading) more backtracks in the SFT traces give a higher pass@1 after GRPO
      (DFS <=3 against DFS <=1, unpaired).
 
-Design. With four numbers (three steps to plan) the same models solved at most 0.1% of held-out
-problems per sample after SFT on both seed sets (results of 2026-11-27/28, commits afea368 and
-1af34ea: held-out pass@1 0.001 direct, 0.000 DFS), so every claim was "not at this scale" and
-the study said nothing. No fault was found behind it: the SFT traces all replay as correct, fit
-the completion length with their EOS, and the samples keep the SFT layout, but their arithmetic
-is wrong (a direct 4-number base after 400 steps wrote 0 legal completions in 384 held-out
-samples, e.g. "5+3=10"; 3 numbers at the same budget: 3.4% legal, 1.6% solved; 2026-11-28).
-The default therefore asks for less planning and trains longer: three numbers (two steps;
-1,360 distinct problems, 1,000 for training and 48 held out, at most 80% of them in all), 500
-SFT steps at a higher peak rate (5e-3), traces bounded at 48 characters (DFS <=3 traces of
-three numbers need up to 54, so some are redrawn shorter) and the claim-1 budget T = 64 tokens
-(about 4 direct samples or 1.7 DFS <=3 samples). Every size is a `Budget` field, checked by
-`validate` (the error names the field, its value and the allowed range).
+Design. With four numbers (three steps to plan) these models solved at most 0.1% of held-out
+problems per sample after SFT (their arithmetic was wrong, the traces right), so every claim was
+"not at this scale". The default asks for less planning and trains longer: three numbers (two
+steps; 1,360 distinct problems, 1,000 for training and 48 held out), 500 SFT steps at a peak rate
+of 5e-3, traces bounded at 48 characters (some DFS <=3 traces are redrawn shorter) and the
+claim-1 budget T = 64 tokens (about 4 direct samples or 1.7 DFS <=3 samples). Every size is a
+`Budget` field, checked by `validate` (the error names the field, its value and the allowed
+range).
 
-Rule: `verdicts.vs_zero` on the 95% bootstrap interval of each difference; the study's verdict
-is `verdicts.overall`. Writes results.md, results.json, budget.png (pass at T tokens) and
-pass_at_k.png.
+Rule: `verdicts.vs_zero` on the 95% bootstrap interval of each difference. Plots: budget.png (pass
+at T tokens) and pass_at_k.png.
 """
 
 from rljax import xla_flags
@@ -128,17 +119,18 @@ def validate(budget: Budget) -> None:
     )  # fmt: skip
     for name, ok, allowed in checks:
         if not ok:
-            raise ValueError(
-                f"Budget.{name}={getattr(budget, name)!r} is invalid; allowed: {allowed}"
-            )
+            value = getattr(budget, name)
+            raise ValueError(f"Budget.{name}={value!r} is invalid; allowed: {allowed}")
 
 
 def datasets(seed: int, budget: Budget) -> dict:
     """Held-out problems first; training problems never share a prompt with them; one SFT trace
     per problem and arm."""
     rng = np.random.default_rng(seed)
-    test = _distinct(rng, budget.test_problems, set(), budget.numbers)
-    train = _distinct(rng, budget.train_problems, {p.prompt for p in test}, budget.numbers)
+    n = budget.numbers
+    test = _scratch.distinct(budget.test_problems, set(), cs.generate, rng, num_numbers=n)
+    held = {p.prompt for p in test}
+    train = _scratch.distinct(budget.train_problems, held, cs.generate, rng, num_numbers=n)
     traces = {}
     for arm, dead_ends in ARMS.items():
         traces[arm] = [
@@ -153,16 +145,6 @@ def datasets(seed: int, budget: Budget) -> dict:
 def _numbers(problem) -> tuple[tuple[int, ...], int]:
     shown, target = problem.info.split(">")
     return tuple(int(n) for n in shown.split(",")), int(target)
-
-
-def _distinct(rng, count: int, exclude: set, numbers: int) -> list:
-    out, seen = [], set(exclude)
-    while len(out) < count:
-        p = cs.generate(rng, num_numbers=numbers)
-        if p.prompt not in seen:
-            seen.add(p.prompt)
-            out.append(p)
-    return out
 
 
 def pass_at_tokens(correct: np.ndarray, lengths: np.ndarray, budget: float) -> np.ndarray:
@@ -213,10 +195,9 @@ def evaluate(params, model_cfg, problems, key, budget: Budget) -> dict:
 def run(args) -> dict:
     budget = QUICK if args.quick else DEFAULT
     data = datasets(args.seed, budget)
-    model_cfg = TransformerConfig(
-        d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4, d_ff=budget.d_ff,
-        max_len=budget.prompt_len + budget.completion_len,
-    )  # fmt: skip
+    model_cfg = TransformerConfig(d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4,
+                                  d_ff=budget.d_ff,
+                                  max_len=budget.prompt_len + budget.completion_len)  # fmt: skip
     encoded = {
         arm: _scratch.encode(data["train"], traces, budget.prompt_len, budget.completion_len)
         for arm, traces in data["traces"].items()
@@ -235,26 +216,22 @@ def run(args) -> dict:
     before = evaluate(bases, model_cfg, data["test"], key, budget)
     t_eval = time.perf_counter() - t1
     scorer = device_reward.host_scorer(TASK, data["train"], 0.0)
-    config = _scratch.grpo_config(
-        model_cfg, budget.completion_len, scorer, prompts=budget.prompts, group=budget.group
-    )
+    config = _scratch.grpo_config(model_cfg, budget.completion_len, scorer, prompts=budget.prompts,
+                                  group=budget.group)  # fmt: skip
     t2 = time.perf_counter()
-    params, metrics = _scratch.grpo_train(
-        config, bases, _scratch.table(data["train"], budget.prompt_len), _scratch.lite_ppo(),
-        args.steps, args.seed,
-    )  # fmt: skip
+    params, metrics = _scratch.grpo_train(config, bases,
+                                          _scratch.table(data["train"], budget.prompt_len),
+                                          _scratch.lite_ppo(), args.steps, args.seed)  # fmt: skip
     t_rl = time.perf_counter() - t2
     print(f"[backtracking] GRPO in {t_rl:.0f} s", flush=True)
     t3 = time.perf_counter()
     after = evaluate(params, model_cfg, data["test"], key, budget)
     t_eval += time.perf_counter() - t3
     trace_stats = {
-        arm: {
-            "chars": float(np.mean([len(t) for t in traces])),
-            "backtracks": float(np.mean([cs.num_backtracks(t) for t in traces])),
-        }
+        arm: {"chars": float(np.mean([len(t) for t in traces])),
+              "backtracks": float(np.mean([cs.num_backtracks(t) for t in traces]))}
         for arm, traces in data["traces"].items()
-    }
+    }  # fmt: skip
     return {
         "data": data, "learners": learners, "before": before, "after": after,
         "rl_accuracy": metrics["correct/mean"], "sft_nll": nll.tolist(), "traces": trace_stats,
@@ -277,35 +254,20 @@ def decide(out: dict, budget_tokens: int) -> tuple[dict, dict]:
         c = stats.compare(a, b)
         return {"mean": c["diff"], "mean_ci": c["diff_ci"], "n": len(a)}
 
+    t = budget_tokens
     comparisons = {
-        f"direct - DFS <=3, pass at {budget_tokens} tokens (SFT)": unpaired(
-            get(before, "budget", "direct", budget_tokens),
-            get(before, "budget", "DFS <=3", budget_tokens),
-        ),
-        f"direct - DFS <=1, pass at {budget_tokens} tokens (SFT)": unpaired(
-            get(before, "budget", "direct", budget_tokens),
-            get(before, "budget", "DFS <=1", budget_tokens),
-        ),
-        f"direct - DFS <=3, pass at {budget_tokens} tokens (GRPO)": unpaired(
-            get(after, "budget", "direct", budget_tokens),
-            get(after, "budget", "DFS <=3", budget_tokens),
-        ),
-        "DFS <=3: GRPO - SFT, pass@1": _scratch.paired(
-            get(after, "pass@1", "DFS <=3"), get(before, "pass@1", "DFS <=3")
-        ),
-        "DFS <=1: GRPO - SFT, pass@1": _scratch.paired(
-            get(after, "pass@1", "DFS <=1"), get(before, "pass@1", "DFS <=1")
-        ),
-        "direct: GRPO - SFT, pass@1": _scratch.paired(
-            get(after, "pass@1", "direct"), get(before, "pass@1", "direct")
-        ),
-        "direct: GRPO - SFT, pass@16": _scratch.paired(
-            get(after, "pass@16", "direct"), get(before, "pass@16", "direct")
-        ),
+        f"direct - DFS <=3, pass at {t} tokens (SFT)": unpaired(
+            get(before, "budget", "direct", t), get(before, "budget", "DFS <=3", t)),
+        f"direct - DFS <=1, pass at {t} tokens (SFT)": unpaired(
+            get(before, "budget", "direct", t), get(before, "budget", "DFS <=1", t)),
+        f"direct - DFS <=3, pass at {t} tokens (GRPO)": unpaired(
+            get(after, "budget", "direct", t), get(after, "budget", "DFS <=3", t)),
+        **{f"{arm}: GRPO - SFT, {k}": _scratch.paired(get(after, k, arm), get(before, k, arm))
+           for arm, k in (("DFS <=3", "pass@1"), ("DFS <=1", "pass@1"), ("direct", "pass@1"),
+                          ("direct", "pass@16"))},
         "DFS <=3 - DFS <=1, pass@1 after GRPO": unpaired(
-            get(after, "pass@1", "DFS <=3"), get(after, "pass@1", "DFS <=1")
-        ),
-    }
+            get(after, "pass@1", "DFS <=3"), get(after, "pass@1", "DFS <=1")),
+    }  # fmt: skip
     fmt = stats.format_interval
     c = comparisons
     k1 = f"direct - DFS <=3, pass at {budget_tokens} tokens (SFT)"
@@ -321,15 +283,8 @@ def decide(out: dict, budget_tokens: int) -> tuple[dict, dict]:
     }
     gain = verdicts.vs_zero(c["direct: GRPO - SFT, pass@1"]["mean_ci"])
     loss = verdicts.vs_zero(c["direct: GRPO - SFT, pass@16"]["mean_ci"], higher_is_claimed=False)
-    both = (gain, loss)
-    status = (
-        verdicts.REPRODUCED if both == (verdicts.REPRODUCED,) * 2
-        else verdicts.PARTLY if verdicts.REPRODUCED in both
-        else verdicts.CONTRADICTED if verdicts.CONTRADICTED in both
-        else verdicts.UNDECIDED
-    )  # fmt: skip
     claims["GRPO raises the direct model's pass@1 but lowers its pass@16"] = (
-        status,
+        verdicts.overall([gain, loss]),  # both parts: reproduced; one: partly
         f"pass@1 {fmt(c['direct: GRPO - SFT, pass@1'])}, "
         f"pass@16 {fmt(c['direct: GRPO - SFT, pass@16'])}",
     )
@@ -346,21 +301,16 @@ def plot(args, out: dict, _) -> None:
     samples, budgets = budget.samples, budget.budgets
     learners = out["learners"]
     curves = {}
-    for phase in ("before", "after"):
-        tag = "SFT" if phase == "before" else "GRPO"
+    for phase, tag in (("before", "SFT"), ("after", "GRPO")):
         for arm in ARMS:
             curves[f"{arm} ({tag})"] = np.stack(
-                [_arm(out[phase]["budget"][t], learners, arm) for t in budgets], 1
-            )
-    stats.plot_bands(
-        np.log2(budgets), curves, os.path.join(workdir, "budget.png"),
-        title="Countdown: pass at an equal budget of generated tokens",
-        xlabel="log2 tokens per problem", ylabel="pass",
-    )  # fmt: skip
+                [_arm(out[phase]["budget"][t], learners, arm) for t in budgets], 1)  # fmt: skip
+    stats.plot_bands(np.log2(budgets), curves, os.path.join(workdir, "budget.png"),
+                     title="Countdown: pass at an equal budget of generated tokens",
+                     xlabel="log2 tokens per problem", ylabel="pass")  # fmt: skip
     ks = [k for k in (1, 2, 4, 8, 16) if k <= samples]
     pk = {}
-    for phase in ("before", "after"):
-        tag = "SFT" if phase == "before" else "GRPO"
+    for phase, tag in (("before", "SFT"), ("after", "GRPO")):
         for arm in ARMS:
             pk[f"{arm} ({tag})"] = _arm(out[phase]["curve"], learners, arm)[:, np.asarray(ks) - 1]
     stats.plot_bands(
@@ -380,20 +330,13 @@ def report(args, out: dict, record: dict) -> study.Report:
         for arm in ARMS:
             ph = out[phase]
             table[f"{arm} ({tag})"] = {
-                col: stats.summarize(
-                    _arm(
-                        ph["budget"][budget_tokens] if col.startswith("pass at") else ph[col],
-                        learners,
-                        arm,
-                    )  # fmt: skip
-                )
+                col: stats.summarize(_arm(
+                    ph["budget"][budget_tokens] if col.startswith("pass at") else ph[col],
+                    learners, arm))
                 for col in columns
-            }
+            }  # fmt: skip
     seconds = round(record["seconds"], 1)
-    lines = ["| arm | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"] + [
-        f"| {r} | " + " | ".join(stats.format_interval(v[c], digits=3) for c in columns) + " |"
-        for r, v in table.items()
-    ]
+    lines = study.table(table, columns)
     notes = [
         "Per-claim verdicts (95% bootstrap intervals over seeds):",
         "",
@@ -404,15 +347,16 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         *lines,
         "",
-        "| comparison | mean [95% CI] |",
-        "|---|---|",
-        *(f"| {k} | {stats.format_interval(c)} |" for k, c in comparisons.items()),
+        *study.md_table(
+            ("comparison", "mean [95% CI]"),
+            ((k, stats.format_interval(c)) for k, c in comparisons.items()),
+        ),
         "",
         "SFT traces per arm (mean characters, mean backtracks): "
         + "; ".join(
             f"{a}: {s['chars']:.1f}, {s['backtracks']:.2f}" for a, s in out["traces"].items()
         )
-        + ".",  # fmt: skip
+        + ".",
         f"Setup: {args.seeds} seeds per arm from --seed={args.seed}; model {budget.n_layers} "
         f"layers, d {budget.d_model}; SFT {budget.sft_steps} steps x {budget.sft_batch} on "
         f"{budget.train_problems} problems (final NLL per learner "
@@ -429,25 +373,12 @@ def report(args, out: dict, record: dict) -> study.Report:
         "backtracking at equal compute; GRPO helps the backtracking model; the direct model "
         "gains pass@1 under RL but loses diversity; (#69) the number of backtracks in SFT "
         "traces shapes the RL result.",
-        claims=claims,
-        reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
-        arms={r: v[headline] for r, v in table.items()},
-        metric=f"held-out {headline}",
-        extra={
-            "table": table,
-            "claims": claims,
-            "comparisons": comparisons,
-            "traces": out["traces"],
-            "seconds": seconds,
-            "phase_seconds": out["seconds"],
-            "seeds": args.seeds,
-            "seed": args.seed,
-            "steps": args.steps,
-            "budget": dataclasses.asdict(budget),
-            "machine": machine.describe(),
-        },  # fmt: skip
-        notes=notes,
-    )
+        claims=claims, reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
+        arms={r: v[headline] for r, v in table.items()}, metric=f"held-out {headline}",
+        notes=notes, extra={"table": table, "claims": claims, "comparisons": comparisons,
+                            "traces": out["traces"],
+                            **_scratch.run_extra(args, budget, seconds, out["seconds"])},
+    )  # fmt: skip
 
 
 STUDY = study.Study(
@@ -455,7 +386,6 @@ STUDY = study.Study(
     seeds=3, steps=24, quick=_scratch.QUICK, low=_scratch.LOW,
     check=lambda args: validate(QUICK if args.quick else DEFAULT),
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

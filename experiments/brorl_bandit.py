@@ -1,9 +1,5 @@
 """BroRL's mass balance on a one-step token bandit, extended to winner-take-all across problems.
 
-    PYTHONPATH=. python experiments/brorl_bandit.py --workdir runs/brorl_bandit
-    PYTHONPATH=. python experiments/brorl_bandit.py --workdir /tmp/brorl --quick
-    PYTHONPATH=. python experiments/brorl_bandit.py --workdir runs/brorl_bandit_s10 --seed 10
-
 Part 1 (BroRL, #238 in PAPERS.md). A softmax over V ∈ {50, 500, 5000} tokens, K = 5 of them
 correct, total correct mass p0 = 0.3 spread unevenly (random logits, one common shift). One
 policy-gradient step with N ∈ {4, …, 512} rollouts, built from rljax's functions
@@ -23,11 +19,9 @@ interfere); each has its own 3 correct tokens and starts with a different correc
 N = 8 rollouts per problem, on-policy, 300 steps. Measured: the change of each problem's correct
 mass against its starting rank (quartiles), and the share of problems whose correct mass falls.
 
-Over 10 seeds (fresh logits, correct sets, features; seeds ``--seed`` .. ``--seed`` + 9, so a
-second seed set is one flag), 95% bootstrap intervals (rljax.stats).
-Measured on the shared 2-core CPU under a load average of ~13 (other jobs running): default
-2 min 36 s wall, 63 s of CPU; --quick 45 s wall, 15 s of CPU.
-Writes results.md, results.json, brorl_mass.png and winner_take_all.png into --workdir.
+Over 10 seeds (fresh logits, correct sets, features; seeds ``--seed`` .. ``--seed`` + 9, so a second
+seed set is one flag), 95% bootstrap intervals (rljax.stats). The default takes about 2.5 min on the
+shared 2-core CPU. Plots: brorl_mass.png and winner_take_all.png.
 """
 
 from rljax import xla_flags
@@ -140,16 +134,10 @@ def exact_small(logits, correct, num_rollouts, adv_name, lr):
     np.add.at(counts, (np.arange(len(multisets))[:, None], multisets), 1)
     log_coef = special.gammaln(num_rollouts + 1) - special.gammaln(counts + 1).sum(1)
     weight = np.exp(log_coef + counts @ np.log(probs))
-    fn = jax.jit(
-        jax.vmap(
-            lambda a: step_metrics(
-                logits,
-                logits + lr * step_direction(logits, a, correct[a].astype(jnp.float32), adv_name),
-                correct,
-                jnp.zeros(vocab, bool).at[a].set(True),
-            )
-        )
-    )
+    fn = jax.jit(jax.vmap(lambda a: step_metrics(
+        logits, logits + lr * step_direction(logits, a, correct[a].astype(jnp.float32), adv_name),
+        correct, jnp.zeros(vocab, bool).at[a].set(True),
+    )))  # fmt: skip
     out = fn(jnp.asarray(multisets))
     res = {}
     for k, v in out.items():
@@ -186,9 +174,8 @@ def make_multi_train(num_rollouts, steps, lr):
 
         def step(w_, k):
             logits = feats @ w_.T
-            actions = jax.random.categorical(
-                k, logits[:, None, :], shape=(logits.shape[0], num_rollouts)
-            )
+            actions = jax.random.categorical(k, logits[:, None, :],
+                                             shape=(logits.shape[0], num_rollouts))  # fmt: skip
             reward = jnp.take_along_axis(correct, actions, axis=1).astype(jnp.float32)
             w_ = w_ - lr * jax.grad(loss)(w_, actions, reward)
             return w_, correct_mass(w_, feats, correct)
@@ -225,17 +212,12 @@ def run(args) -> dict:
             for k in ("delta_mass", "fall_share"):
                 infinite.setdefault(vocab, {}).setdefault(k, []).append(float(out[k]))
     logits, correct = make_bandit(args.seed, 50, args.logit_std)
-    exact_check = {
-        "setting": f"V=50, N=4, seed {args.seed}, reinforce",
-        "exact": exact_small(logits, correct, 4, "reinforce", args.lr),
-        "monte_carlo_draws": args.draws * 20,
-        "monte_carlo": {
-            k: float(v)
-            for k, v in make_one_step(50, 4, args.draws * 20, "reinforce", args.lr)(
-                logits, correct, jax.random.key(99), 4
-            ).items()
-        },
-    }
+    exact = exact_small(logits, correct, 4, "reinforce", args.lr)
+    mc = make_one_step(50, 4, args.draws * 20, "reinforce", args.lr)(
+        logits, correct, jax.random.key(99), 4)  # fmt: skip
+    exact_check = {"setting": f"V=50, N=4, seed {args.seed}, reinforce", "exact": exact,
+                   "monte_carlo_draws": args.draws * 20,
+                   "monte_carlo": {k: float(v) for k, v in mc.items()}}  # fmt: skip
     # part 2
     train = make_multi_train(8, args.multi_steps, 1.0)
     multi = {"start": [], "end": []}
@@ -270,12 +252,8 @@ def report(args, out: dict, record: dict) -> study.Report:
     vocabs, rollouts, one, multi = out["vocabs"], out["rollouts"], out["one"], out["multi"]
     exact_check, seconds = out["exact_check"], record["seconds"]
     summ = lambda v: stats.summarize(v, num_resamples=study.resamples(args, 200))  # noqa: E731
-    table = {
-        f"{a}|V={v}|N={n}": {
-            k: summ(x) for k, x in one[(a, v, n)].items() if np.all(np.isfinite(x))
-        }
-        for (a, v, n) in one
-    }
+    table = {f"{a}|V={v}|N={n}": {k: summ(x) for k, x in one[(a, v, n)].items()
+                                  if np.all(np.isfinite(x))} for (a, v, n) in one}  # fmt: skip
     inf = {f"V={v}": {k: summ(x) for k, x in d.items()} for v, d in out["infinite"].items()}
     quart, corr = quartile_stats(multi)
     quart_s = {f"Q{q + 1}": {k: summ(v) for k, v in d.items()} for q, d in quart.items()}
@@ -284,29 +262,20 @@ def report(args, out: dict, record: dict) -> study.Report:
     small = table[f"grpo|V={v_big}|N={n_small}"]
     big = table[f"grpo|V={v_big}|N={n_big}"]
     inf_big = inf[f"V={v_big}"]
+    cells = [(a, v) for a in ADVANTAGES for v in vocabs]
     findings = {
         "mass_expands_reliably_at_large_N": all(
-            table[f"{a}|V={v}|N={n_big}"]["mass_falls"]["mean"] <= 0.01
-            for a in ADVANTAGES
-            for v in vocabs
-        )
-        and max(
-            table[f"{a}|V={v}|N={n_small}"]["mass_falls"]["mean"]
-            for a in ADVANTAGES
-            for v in vocabs
-        )
-        > 0.01,
+            table[f"{a}|V={v}|N={n_big}"]["mass_falls"]["mean"] <= 0.01 for a, v in cells
+        ) and max(table[f"{a}|V={v}|N={n_small}"]["mass_falls"]["mean"] for a, v in cells) > 0.01,
         "correct_mass_grows_at_every_N": all(
-            table[f"{a}|V={v}|N={n}"]["delta_mass"]["mean_ci"][0] > 0
-            for a in ADVANTAGES
-            for v in vocabs
+            table[f"{a}|V={v}|N={n}"]["delta_mass"]["mean_ci"][0] > 0 for a, v in cells
             for n in rollouts
         ),
         "unsampled_losses_vanish_with_N": big["unsampled_fall_share"]["mean_ci"][1]
         < small["unsampled_fall_share"]["mean_ci"][0],
         "winner_take_all_across_problems": quart_s["Q4"]["log_ratio"]["mean_ci"][0]
         > quart_s["Q1"]["log_ratio"]["mean_ci"][1],
-    }
+    }  # fmt: skip
     reason = (
         f"GRPO, V={v_big}: the correct mass gains {stats.format_interval(small['delta_mass'])} "
         f"at N={n_small} and {stats.format_interval(big['delta_mass'])} at N={n_big} (it fell "
@@ -330,26 +299,16 @@ def report(args, out: dict, record: dict) -> study.Report:
         "already likely (winner-take-all)."
     )
     lines = ["## Part 1: one step on the token bandit (mean over seeds [95% CI])", ""]
-    lines += [
-        "| adv | V | N | Δ correct mass | P(mass falls) | correct tokens falling | … sampled "
-        "ones | unsampled and falling |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name, s in table.items():
-        a, v, n = name.split("|")
-        sampled = (
-            stats.format_interval(s["fall_share_sampled"]) if "fall_share_sampled" in s else "—"
-        )
-        lines.append(
-            f"| {a} | {v[2:]} | {n[2:]} | {stats.format_interval(s['delta_mass'])} | "
-            f"{s['mass_falls']['mean']:.3f} | {stats.format_interval(s['fall_share'])} | "
-            f"{sampled} | {stats.format_interval(s['unsampled_fall_share'])} |"
-        )
-    for v, s in inf.items():
-        lines.append(
-            f"| exact E[step] | {v[2:]} | ∞ | {stats.format_interval(s['delta_mass'])} | — | "
-            f"{stats.format_interval(s['fall_share'])} | — | 0 |"
-        )
+    fi = stats.format_interval
+    rows = [(*(p[2:] if i else p for i, p in enumerate(name.split("|"))), fi(s["delta_mass"]),
+             f"{s['mass_falls']['mean']:.3f}", fi(s["fall_share"]),
+             fi(s["fall_share_sampled"]) if "fall_share_sampled" in s else "—",
+             fi(s["unsampled_fall_share"])) for name, s in table.items()]  # fmt: skip
+    rows += [("exact E[step]", v[2:], "∞", fi(s["delta_mass"]), "—", fi(s["fall_share"]), "—", 0)
+             for v, s in inf.items()]  # fmt: skip
+    lines += study.md_table(("adv", "V", "N", "Δ correct mass", "P(mass falls)",
+                             "correct tokens falling", "… sampled ones", "unsampled and falling"),
+                            rows)  # fmt: skip
     ex, mc = exact_check["exact"], exact_check["monte_carlo"]
     lines += [
         "",
@@ -361,16 +320,11 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         "## Part 2: 32 problems sharing one linear-softmax policy (GRPO, N = 8)",
         "",
-        "| starting-mass quartile | Δ correct mass | mean log(end/start mass) | share of problems "
-        "whose correct mass fell |",
-        "|---|---|---|---|",
-    ]
-    for q, s in quart_s.items():
-        lines.append(
-            f"| {q} | {stats.format_interval(s['delta'])} | "
-            f"{stats.format_interval(s['log_ratio'], digits=2)} | "
-            f"{stats.format_interval(s['fall'])} |"
-        )
+        *study.table(quart_s, [("Δ correct mass", "delta", 3),
+                               ("mean log(end/start mass)", "log_ratio", 2),
+                               ("share of problems whose correct mass fell", "fall", 3)],
+                     first="starting-mass quartile"),
+    ]  # fmt: skip
     lines += [
         "",
         "Correlation between starting mass and its change, per seed: "
@@ -379,23 +333,14 @@ def report(args, out: dict, record: dict) -> study.Report:
     ]
     arms = {f"GRPO V={v_big} N={n}": table[f"grpo|V={v_big}|N={n}"]["delta_mass"] for n in rollouts}
     return study.Report(
-        title="BroRL mass balance and winner-take-all on a token bandit",
-        claim=claim,
-        claims=verdicts.from_findings(findings),
-        reason=reason,
-        arms=arms,
+        title="BroRL mass balance and winner-take-all on a token bandit", claim=claim,
+        claims=verdicts.from_findings(findings), reason=reason, arms=arms, notes=lines,
         metric="Δ correct mass after one step",
-        extra={
-            "config": vars(args),
-            "one_step": table,
-            "infinite_n": inf,
-            "exact_check": exact_check,
-            "shared_policy": {"quartiles": quart_s, "correlation": corr_s, "raw": multi},
-            "findings": findings,
-            "seconds": seconds,
-        },
-        notes=lines,
-    )
+        extra={"config": vars(args), "one_step": table, "infinite_n": inf,
+               "exact_check": exact_check,
+               "shared_policy": {"quartiles": quart_s, "correlation": corr_s, "raw": multi},
+               "findings": findings, "seconds": seconds},
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -405,11 +350,8 @@ def plot(args, out: dict, _) -> None:
          "share falling"),
         ("delta_mass", "brorl_mass.png", "change of the correct mass", "Δ correct mass"),
     ):  # fmt: skip
-        curves = {
-            f"{a} V={v}": np.array([one[(a, v, n)][key] for n in rollouts]).T
-            for a in ADVANTAGES
-            for v in out["vocabs"]
-        }
+        curves = {f"{a} V={v}": np.array([one[(a, v, n)][key] for n in rollouts]).T
+                  for a in ADVANTAGES for v in out["vocabs"]}  # fmt: skip
         path = os.path.join(args.workdir, name)
         stats.plot_bands(np.array(rollouts), curves, path, title=f"one step: {title}",
                          xlabel="rollouts N", ylabel=ylabel)  # fmt: skip
@@ -423,21 +365,10 @@ def plot(args, out: dict, _) -> None:
             quart = np.argsort(np.argsort(start[s])) * 4 // start.shape[1]
             rows.append(curves[s][:, quart == q].mean(1))
         per_q[f"starting-mass quartile Q{q + 1}"] = np.array(rows)
-    stats.plot_bands(
-        np.arange(1, curves.shape[1] + 1),
-        per_q,
-        os.path.join(args.workdir, "winner_take_all.png"),
-        title="32 problems, one linear-softmax policy (GRPO, N=8)",
-        xlabel="step",
-        ylabel="mean correct mass",
-    )
-
-
-def add_flags(p) -> None:
-    p.add_argument("--draws", type=int, default=1000, help="independent steps per setting")
-    p.add_argument("--lr", type=float, default=1.0, help="step size in logit space")
-    p.add_argument("--logit_std", type=float, default=2.0)
-    p.add_argument("--multi_steps", type=int, default=300)
+    stats.plot_bands(np.arange(1, curves.shape[1] + 1), per_q,
+                     os.path.join(args.workdir, "winner_take_all.png"),
+                     title="32 problems, one linear-softmax policy (GRPO, N=8)", xlabel="step",
+                     ylabel="mean correct mass")  # fmt: skip
 
 
 def check(args) -> None:
@@ -446,10 +377,13 @@ def check(args) -> None:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/brorl_bandit", run=run, report=report, plot=plot,
-    flags=add_flags, check=check, seeds=10, quick={"seeds": 3, "draws": 100, "multi_steps": 60},
+    check=check, seeds=10, quick={"seeds": 3, "draws": 100, "multi_steps": 60},
     low={"seeds": 1, "draws": 10, "multi_steps": 1},
+    options={
+        "draws": (1000, "independent steps per setting"), "lr": (1.0, "step size in logit space"),
+        "logit_std": 2.0, "multi_steps": 300,
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -2,9 +2,6 @@
 a model from scratch to compose, beyond what rejection-sampling fine-tuning (RFT) and next-token
 training on the same data teach?
 
-    PYTHONPATH=. python experiments/compose_fg.py --workdir runs/compose_fg
-    PYTHONPATH=. python experiments/compose_fg.py --workdir /tmp/compose_fg --quick
-
 Task (`rljax.lm.tasks.compose`): eight length-preserving functions on 4-letter words with
 meaningless names A-H; "BD:abcd=" asks for B(D(abcd)), answered by a trace that applies one
 function per step ("B:bcde=cdeb"). The atoms are split: A-E (source) are composed in training,
@@ -31,9 +28,9 @@ seed, each arm against its own base; 95% bootstrap interval over seeds):
   2. RL raises pass@1 on the held-out target compositions (level 2);
   3. RL beats RFT on levels 3-5;   4. RL beats next-token training on levels 3-5.
 
-Rule: a claim holds when the interval of its difference is above 0, fails when below, and is
-"not at this scale" otherwise (`verdicts.vs_zero`); the study's verdict is `verdicts.overall`.
-Writes results.md, results.json, levels.png (pass@1 by level per arm) and rl_curve.png.
+Rule: a claim holds when the interval of its difference is above 0, fails when below, and is "not at
+this scale" otherwise (`verdicts.vs_zero`). Plots: levels.png (pass@1 by level per arm) and
+rl_curve.png.
 """
 
 from rljax import xla_flags
@@ -53,10 +50,7 @@ from rljax import machine, stats  # noqa: E402
 from rljax.agents import sft  # noqa: E402
 from rljax.agents.grpo import groups  # noqa: E402
 from rljax.lm.model.decoder import TransformerConfig  # noqa: E402
-from rljax.lm.tasks import (  # noqa: E402
-    compose,  # noqa: E402
-    device_reward,
-)
+from rljax.lm.tasks import compose, device_reward  # noqa: E402
 from rljax.lm.tasks.base import Problem  # noqa: E402
 from rljax.lm.tasks.batches import SeqBatch  # noqa: E402
 from rljax.train import study, verdicts  # noqa: E402
@@ -95,41 +89,24 @@ QUICK = Budget(32, 1, 64, 40, 300, 100, 0.3, 100, 4, 4, 8, 2)
 def datasets(seed: int, budget: Budget) -> dict:
     """The study's problems: held-out sets first, training sets drawn without their prompts."""
     rng = np.random.default_rng(seed)
+    draw = compose.generate_from  # (rng, level, atoms)
     test = {}
     for name, level, atoms in (
         *((f"source L{k}", k, compose.SOURCE) for k in range(1, 6)),
-        ("target L1", 1, compose.TARGET),
-        ("target L2", 2, compose.TARGET),
-        ("target L3", 3, compose.TARGET),
+        *((f"target L{k}", k, compose.TARGET) for k in range(1, 4)),
     ):
-        test[name] = _distinct(rng, level, atoms, budget.eval_problems, set())
+        test[name] = _scratch.distinct(budget.eval_problems, set(), draw, rng, level, atoms)
     held = {p.prompt for ps in test.values() for p in ps}
-    level1 = _distinct(rng, 1, compose.SOURCE + compose.TARGET, budget.sft_level1, held)
-    level2 = _distinct(rng, 2, compose.SOURCE, budget.sft_level2, held)
-    rl = _distinct(rng, 2, compose.SOURCE, budget.rl_problems, held)
+    atoms = compose.SOURCE + compose.TARGET
+    level1 = _scratch.distinct(budget.sft_level1, held, draw, rng, 1, atoms)
+    level2 = _scratch.distinct(budget.sft_level2, held, draw, rng, 2, compose.SOURCE)
+    rl = _scratch.distinct(budget.rl_problems, held, draw, rng, 2, compose.SOURCE)
     return {"test": test, "sft": level1 + level2, "rl": rl}
-
-
-def _distinct(rng, level: int, atoms: str, count: int, exclude: set) -> list[Problem]:
-    out, seen = [], set(exclude)
-    while len(out) < count:
-        p = compose.generate_from(rng, level, atoms)
-        if p.prompt not in seen:
-            seen.add(p.prompt)
-            out.append(p)
-    return out
 
 
 def sft_traces(problems: list[Problem], noise: float, rng) -> list[str]:
     """Reference traces, a `noise` share with one corrupted character."""
     return [sft.corrupt(p.answer, rng) if rng.uniform() < noise else p.answer for p in problems]
-
-
-def model_config(budget: Budget) -> TransformerConfig:
-    return TransformerConfig(
-        d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4, d_ff=budget.d_ff,
-        max_len=PROMPT_LEN + EVAL_LEN,
-    )  # fmt: skip
 
 
 def _nll_epochs(params, opt_state, batch: SeqBatch, key, *, model_cfg, optimizer):
@@ -164,16 +141,14 @@ def supervised_arm(kind: str, config, bases, rl_table, references: SeqBatch, ste
             rows = jnp.repeat(rows, G)
             out, _, correct = groups.sample_and_score(config, params, rl_table, rows, k_sample)
             mask = out.mask * correct[:, None].astype(out.mask.dtype)
-            batch = SeqBatch(
-                rl_table.prompt_tokens[rows], rl_table.prompt_mask[rows], out.tokens, mask
-            )
+            batch = SeqBatch(rl_table.prompt_tokens[rows], rl_table.prompt_mask[rows], out.tokens,
+                             mask)  # fmt: skip
             accuracy = jnp.mean(correct.astype(jnp.float32))
         else:
             batch = jax.tree.map(lambda x: jnp.asarray(x)[rows], references)
             accuracy = jnp.float32(jnp.nan)
-        params, opt_state = _nll_epochs(
-            params, opt_state, batch, k_order, model_cfg=config.model, optimizer=optimizer
-        )
+        params, opt_state = _nll_epochs(params, opt_state, batch, k_order, model_cfg=config.model,
+                                        optimizer=optimizer)  # fmt: skip
         return (params, opt_state), accuracy
 
     def train(params, key):
@@ -190,14 +165,13 @@ def run(args) -> dict:
     budget = QUICK if args.quick else DEFAULT
     data = datasets(args.seed, budget)
     rng = np.random.default_rng(args.seed + 1)
-    model_cfg = model_config(budget)
-    sft_set = _scratch.encode(
-        data["sft"], sft_traces(data["sft"], budget.noise, rng), PROMPT_LEN, EVAL_LEN
-    )
-    sft_cfg = sft.SFTConfig(
-        steps=budget.sft_steps, batch_size=32, learning_rate=3e-3,
-        warmup_steps=min(20, budget.sft_steps // 4), weight_decay=0.01, seed=args.seed,
-    )  # fmt: skip
+    model_cfg = TransformerConfig(d_model=budget.d_model, n_layers=budget.n_layers, n_heads=4,
+                                  d_ff=budget.d_ff, max_len=PROMPT_LEN + EVAL_LEN)  # fmt: skip
+    sft_set = _scratch.encode(data["sft"], sft_traces(data["sft"], budget.noise, rng), PROMPT_LEN,
+                              EVAL_LEN)  # fmt: skip
+    sft_cfg = sft.SFTConfig(steps=budget.sft_steps, batch_size=32, learning_rate=3e-3,
+                            warmup_steps=min(20, budget.sft_steps // 4), weight_decay=0.01,
+                            seed=args.seed)  # fmt: skip
     t0 = time.perf_counter()
     base, nll = _scratch.train_bases(sft_cfg, model_cfg, [sft_set], args.seed)
     bases = jax.tree.map(lambda x: jnp.repeat(x, args.seeds, 0), base)  # every learner's start
@@ -205,22 +179,19 @@ def run(args) -> dict:
     print(f"[compose_fg] SFT base in {t_sft:.0f} s, final NLL {nll}", flush=True)
     rl_problems = data["rl"]
     scorer = device_reward.host_scorer(TASK, rl_problems, 0.0)
-    config = _scratch.grpo_config(
-        model_cfg, RL_LEN, scorer, prompts=budget.prompts, group=budget.group
-    )
+    config = _scratch.grpo_config(model_cfg, RL_LEN, scorer, prompts=budget.prompts,
+                                  group=budget.group)  # fmt: skip
     rl_table = _scratch.table(rl_problems, PROMPT_LEN)
     refs = _scratch.encode(rl_problems, [p.answer for p in rl_problems], PROMPT_LEN, RL_LEN)
     refs = SeqBatch(*(np.asarray(x) for x in refs))
     arms, curves = {}, {}
     t1 = time.perf_counter()
-    arms["RL"], metrics = _scratch.grpo_train(
-        config, bases, rl_table, _scratch.lite_ppo(), args.steps, args.seed
-    )
+    arms["RL"], metrics = _scratch.grpo_train(config, bases, rl_table, _scratch.lite_ppo(),
+                                              args.steps, args.seed)  # fmt: skip
     curves["RL"] = metrics["correct/mean"]
     for arm, kind in (("RFT", "rft"), ("NTP", "ntp")):
-        arms[arm], curves[arm] = supervised_arm(
-            kind, config, bases, rl_table, refs, args.steps, args.seed
-        )
+        arms[arm], curves[arm] = supervised_arm(kind, config, bases, rl_table, refs, args.steps,
+                                                args.seed)  # fmt: skip
     t_train = time.perf_counter() - t1
     print(f"[compose_fg] stage 2 (RL, RFT, NTP) in {t_train:.0f} s", flush=True)
     t2 = time.perf_counter()
@@ -228,10 +199,9 @@ def run(args) -> dict:
     key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 7)
     passes = {}
     for name, problems in data["test"].items():
-        correct, _, _ = _scratch.sample(
-            stacked, model_cfg, TASK, problems, key, num_samples=budget.eval_samples,
-            max_new_tokens=EVAL_LEN, prompt_len=PROMPT_LEN,
-        )  # fmt: skip
+        correct, _, _ = _scratch.sample(stacked, model_cfg, TASK, problems, key,
+                                        num_samples=budget.eval_samples, max_new_tokens=EVAL_LEN,
+                                        prompt_len=PROMPT_LEN)  # fmt: skip
         value = correct.mean((1, 2))  # [1 + arms x seeds]: the base, then every learner
         passes[name] = np.concatenate(
             [np.full((1, args.seeds), value[0]), value[1:].reshape(len(ARMS), args.seeds)]
@@ -255,10 +225,9 @@ def decide(passes: dict) -> tuple[dict, dict, dict]:
         "RL - NTP, levels 3-5": _scratch.paired(high["RL"], high["NTP"]),
         "RFT - base, levels 3-5": _scratch.paired(high["RFT"], high["base"]),
         "NTP - base, levels 3-5": _scratch.paired(high["NTP"], high["base"]),
-        "RL - base, source L2 (trained)": _scratch.paired(
-            passes["source L2"][1], passes["source L2"][0]
-        ),  # fmt: skip
-    }
+        "RL - base, source L2 (trained)": _scratch.paired(passes["source L2"][1],
+                                                          passes["source L2"][0]),
+    }  # fmt: skip
     claims = {}
     for claim, key in (
         ("RL on level 2 raises pass@1 on unseen levels 3-5", "RL - base, levels 3-5"),
@@ -287,30 +256,23 @@ def plot(args, out: dict, _) -> None:
         xlabel="evaluation set (index)", ylabel="pass@1",
     )  # fmt: skip
     steps = next(iter(curves.values())).shape[1]
-    stats.plot_bands(
-        np.arange(1, steps + 1), {a: curves[a] for a in ("RL", "RFT")},
-        os.path.join(workdir, "rl_curve.png"),
-        title="f(g(x)): training accuracy of the sampled level-2 answers",
-        xlabel="update", ylabel="accuracy (samples)",
-    )  # fmt: skip
+    stats.plot_bands(np.arange(1, steps + 1), {a: curves[a] for a in ("RL", "RFT")},
+                     os.path.join(workdir, "rl_curve.png"),
+                     title="f(g(x)): training accuracy of the sampled level-2 answers",
+                     xlabel="update", ylabel="accuracy (samples)")  # fmt: skip
 
 
 def report(args, out: dict, record: dict) -> study.Report:
     passes, budget = out["passes"], QUICK if args.quick else DEFAULT
     per_seed, comparisons, claims = decide(passes)
     rows = ("base", *ARMS)
-    table = {
-        r: {name: stats.summarize(passes[name][i]) for name in passes} for i, r in enumerate(rows)
-    }
+    table = {r: {name: stats.summarize(passes[name][i]) for name in passes}
+             for i, r in enumerate(rows)}  # fmt: skip
     seconds = round(record["seconds"], 1)
-    head = ["| arm | " + " | ".join(passes) + " |", "|---" * (len(passes) + 1) + "|"]
-    lines = head + [
-        f"| {r} | " + " | ".join(stats.format_interval(table[r][n]) for n in passes) + " |"
-        for r in rows
-    ]
-    comp_lines = ["| comparison (paired per seed) | mean [95% CI] |", "|---|---|"] + [
-        f"| {k} | {stats.format_interval(c)} |" for k, c in comparisons.items()
-    ]
+    comp_lines = study.md_table(
+        ("comparison (paired per seed)", "mean [95% CI]"),
+        ((k, stats.format_interval(c)) for k, c in comparisons.items()),
+    )
     notes = [
         "Per-claim verdicts (95% bootstrap intervals over seeds of the paired differences):",
         "",
@@ -319,7 +281,7 @@ def report(args, out: dict, record: dict) -> study.Report:
         f"Held-out pass@1 ({budget.eval_problems} problems per set x {budget.eval_samples} "
         "samples, T=1), mean [95% CI] over seeds; L = number of composed functions:",
         "",
-        *lines,
+        *study.table(table, list(passes)),
         "",
         *comp_lines,
         "",
@@ -338,31 +300,18 @@ def report(args, out: dict, record: dict) -> study.Report:
         claim="RL on level-2 compositions teaches composition: it generalizes to deeper "
         "compositions and to a held-out target task, where RFT and next-token training on the "
         "same data do not.",
-        claims=claims,
-        reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
+        claims=claims, reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
         arms={r: stats.summarize(per_seed["levels 3-5"][r]) for r in rows},
-        metric="held-out pass@1, levels 3-5",
-        extra={
-            "table": table,
-            "claims": claims,
-            "comparisons": comparisons,
-            "seconds": seconds,
-            "phase_seconds": out["seconds"],
-            "seeds": args.seeds,
-            "seed": args.seed,
-            "steps": args.steps,
-            "budget": dataclasses.asdict(budget),
-            "machine": machine.describe(),
-        },
-        notes=notes,
-    )
+        metric="held-out pass@1, levels 3-5", notes=notes,
+        extra={"table": table, "claims": claims, "comparisons": comparisons,
+               **_scratch.run_extra(args, budget, seconds, out["seconds"])},
+    )  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/compose_fg", run=run, report=report, plot=plot,
     seeds=3, steps=30, quick=_scratch.QUICK, low=_scratch.LOW,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

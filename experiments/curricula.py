@@ -1,9 +1,6 @@
 """Difficulty filtering and curricula (#182, #175, #177 in PAPERS.md; ablation 11): which prompts
 are worth sampling, as populations on the RLVR testbed.
 
-    PYTHONPATH=. python experiments/curricula.py --workdir runs/curricula
-    PYTHONPATH=. python experiments/curricula.py --workdir /tmp/curricula --quick
-
 The base is the testbed model (`configs/grpo.py:arithmetic,fast`, 2 layers, d 64) SFT-trained on
 all three arithmetic levels (1,200 steps on sloppy traces); RL and evaluation on all three levels
 (``max_level=0``) with `lite_ppo`'s values (GRPO advantages, no KL, token mean, 2 epochs × 2
@@ -31,10 +28,9 @@ from the numbers: (1) balanced filtering reaches plain GRPO's final quick pass@1
 generated tokens (ratio of tokens to reach it, 95% bootstrap interval over seeds); (2) the
 curricula end higher than uniform on the hardest level (level 3).
 
-Default: 5 arms × 4 seeds × 100 updates: 8 min 57 s wall, 865 s CPU on the nearly idle 2-core
-Intel Xeon (jax 0.10.2); results.md records the times of each run. Writes results.md, results.json,
-accuracy_updates.png, accuracy_tokens.png, accuracy_wall.png, accuracy_level<k>.png,
-zero_var.png and levels.png.
+Default: 5 arms × 4 seeds × 100 updates: 8 min 57 s wall, 865 s CPU on the nearly idle 2-core Intel
+Xeon (jax 0.10.2); results.md records the times of each run. Plots: accuracy_updates.png,
+accuracy_tokens.png, accuracy_wall.png, accuracy_level<k>.png, zero_var.png and levels.png.
 """
 
 from rljax import xla_flags
@@ -92,11 +88,8 @@ def eval_curves(result: dict, chunk: int) -> dict:
     out = {}
     for label, arm in result["arms"].items():
         tokens = np.cumsum(np.nan_to_num(arm["curves"]["tokens/generated"]), axis=1)
-        out[label] = {
-            "updates": result["updates"][ends],
-            "pass@1": arm["curves"]["pass@1/mean"][:, ends],
-            "tokens": tokens[:, ends],
-        }
+        out[label] = {"updates": result["updates"][ends], "tokens": tokens[:, ends],
+                      "pass@1": arm["curves"]["pass@1/mean"][:, ends]}  # fmt: skip
     return out
 
 
@@ -139,9 +132,8 @@ def decide(arms: dict, curves: dict, per_step: dict) -> dict:
     for label in FILTERED:
         reach[f"{label}: tokens"] = reach_ratio(curves["uniform"], curves[label], "tokens")
         scale = (per_step["uniform"], per_step[label])
-        reach[f"{label}: wall clock"] = reach_ratio(
-            curves["uniform"], curves[label], "updates", scale
-        )
+        reach[f"{label}: wall clock"] = reach_ratio(curves["uniform"], curves[label], "updates",
+                                                    scale)  # fmt: skip
     signs = []
     for label in FILTERED:
         r = reach[f"{label}: tokens"]
@@ -157,28 +149,21 @@ def decide(arms: dict, curves: dict, per_step: dict) -> dict:
         f"{k} vs uniform (level-{HARDEST} pass@1)": repro.effect(hard[k], hard["uniform"])
         for k in ("SEC", "UCB", *FILTERED)
     }
-    comparisons.update(
-        {
-            f"{k} vs uniform (pass@1)": repro.effect(
-                repro.final(arms[k], "pass@1"), repro.final(arms["uniform"], "pass@1")
-            )
-            for k in ("SEC", "UCB", *FILTERED)
-        }
-    )
+    comparisons.update({
+        f"{k} vs uniform (pass@1)": repro.effect(repro.final(arms[k], "pass@1"),
+                                                 repro.final(arms["uniform"], "pass@1"))
+        for k in ("SEC", "UCB", *FILTERED)
+    })  # fmt: skip
     s2 = [comparisons[f"{k} vs uniform (level-{HARDEST} pass@1)"]["sign"] for k in ("SEC", "UCB")]
     v2 = _combine(s2)
-    why2 = ", ".join(
-        f"{k} − uniform {comparisons[f'{k} vs uniform (level-{HARDEST} pass@1)']['diff']:+.3f} "
-        f"({s})"
-        for k, s in zip(("SEC", "UCB"), s2, strict=True)
-    )
+    hardest = {k: comparisons[f"{k} vs uniform (level-{HARDEST} pass@1)"] for k in ("SEC", "UCB")}
+    why2 = ", ".join(f"{k} − uniform {c['diff']:+.3f} ({s})"
+                     for (k, c), s in zip(hardest.items(), s2, strict=True))  # fmt: skip
     claims = {
-        "balanced filtering reaches plain GRPO's final accuracy sooner (generated tokens)": (
-            v1,
-            why1,
-        ),
+        "balanced filtering reaches plain GRPO's final accuracy sooner (generated tokens)":
+            (v1, why1),
         f"the curricula generalize better to the hardest level ({HARDEST})": (v2, why2),
-    }
+    }  # fmt: skip
     return {"claims": claims, "comparisons": comparisons, "reach": reach}
 
 
@@ -196,20 +181,12 @@ def _combine(signs: list[str]) -> str:
 
 def _plot_lines(series: dict, path: str, *, title: str, xlabel: str, ylabel: str) -> None:
     """Seed-mean curves whose x differs per arm: series[arm] = (x [C], y [S, C])."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for name, (x, y) in series.items():
-        ax.plot(x, np.nanmean(y, axis=0), marker=".", label=f"{name} (n={y.shape[0]})")
-    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with study.figure(path, figsize=(6.4, 4.0)) as (_, ax):
+        for name, (x, y) in series.items():
+            ax.plot(x, np.nanmean(y, axis=0), marker=".", label=f"{name} (n={y.shape[0]})")
+        ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
 
 
 def plot(args, result: dict, _) -> None:
@@ -217,61 +194,36 @@ def plot(args, result: dict, _) -> None:
                                        args.workdir)  # fmt: skip
     ends = repro.chunk_ends(result["updates"], 1 if args.quick else CHUNK)
     x = result["updates"][ends]
-    stats.plot_bands(
-        x,
-        {k: c["pass@1"] for k, c in curves.items()},
-        os.path.join(workdir, "accuracy_updates.png"),
-        title="Filtering and curricula: quick held-out pass@1 (all levels)",
-        xlabel="RL update",
-        ylabel="pass@1",
-    )
-    _plot_lines(
-        {k: (np.mean(c["tokens"], axis=0), c["pass@1"]) for k, c in curves.items()},
-        os.path.join(workdir, "accuracy_tokens.png"),
-        title="Filtering and curricula: pass@1 against generated tokens",
-        xlabel="completion tokens generated per learner",
-        ylabel="pass@1",
-    )
-    _plot_lines(
-        {k: (c["updates"] * per_step[k], c["pass@1"]) for k, c in curves.items()},
-        os.path.join(workdir, "accuracy_wall.png"),
-        title="Filtering and curricula: pass@1 against wall clock (per learner)",
-        xlabel="seconds (measured per learner-step × updates; load-dependent)",
-        ylabel="pass@1",
-    )
+    stats.plot_bands(x, {k: c["pass@1"] for k, c in curves.items()},
+                     os.path.join(workdir, "accuracy_updates.png"),
+                     title="Filtering and curricula: quick held-out pass@1 (all levels)",
+                     xlabel="RL update", ylabel="pass@1")  # fmt: skip
+    _plot_lines({k: (np.mean(c["tokens"], axis=0), c["pass@1"]) for k, c in curves.items()},
+                os.path.join(workdir, "accuracy_tokens.png"),
+                title="Filtering and curricula: pass@1 against generated tokens",
+                xlabel="completion tokens generated per learner", ylabel="pass@1")  # fmt: skip
+    _plot_lines({k: (c["updates"] * per_step[k], c["pass@1"]) for k, c in curves.items()},
+                os.path.join(workdir, "accuracy_wall.png"),
+                title="Filtering and curricula: pass@1 against wall clock (per learner)",
+                xlabel="seconds (measured per learner-step × updates; load-dependent)",
+                ylabel="pass@1")  # fmt: skip
     levels = sorted(k for k in next(iter(arms.values()))["curves"] if k.startswith(repro.LEVEL))
     for key in levels:
         level = key.removeprefix(repro.LEVEL)
-        stats.plot_bands(
-            x,
-            {k: a["curves"][key][:, ends] for k, a in arms.items()},
-            os.path.join(workdir, f"accuracy_level{level}.png"),
-            title=f"Filtering and curricula: quick held-out pass@1, level {level}",
-            xlabel="RL update",
-            ylabel=f"pass@1 (level {level})",
-        )
-    stats.plot_bands(
-        result["updates"],
-        {k: a["curves"]["groups/zero_var_frac"] for k, a in arms.items()},
-        os.path.join(workdir, "zero_var.png"),
-        title="Share of zero-variance groups in the trained batch",
-        xlabel="RL update",
-        ylabel="share of groups",
-    )
-    share = {
-        f"{k}: level {lv}": a["curves"][f"{repro.CURRICULUM}level{lv}"]
-        for k, a in arms.items()
-        if k in ("SEC", "UCB")
-        for lv in (1, 2, 3)
-    }
-    stats.plot_bands(
-        result["updates"],
-        share,
-        os.path.join(workdir, "levels.png"),
-        title="Curricula: share of each step's groups drawn at each level",
-        xlabel="RL update",
-        ylabel="share of groups",
-    )
+        stats.plot_bands(x, {k: a["curves"][key][:, ends] for k, a in arms.items()},
+                         os.path.join(workdir, f"accuracy_level{level}.png"),
+                         title=f"Filtering and curricula: quick held-out pass@1, level {level}",
+                         xlabel="RL update", ylabel=f"pass@1 (level {level})")  # fmt: skip
+    stats.plot_bands(result["updates"],
+                     {k: a["curves"]["groups/zero_var_frac"] for k, a in arms.items()},
+                     os.path.join(workdir, "zero_var.png"),
+                     title="Share of zero-variance groups in the trained batch", xlabel="RL update",
+                     ylabel="share of groups")  # fmt: skip
+    share = {f"{k}: level {lv}": a["curves"][f"{repro.CURRICULUM}level{lv}"]
+             for k, a in arms.items() if k in ("SEC", "UCB") for lv in (1, 2, 3)}  # fmt: skip
+    stats.plot_bands(result["updates"], share, os.path.join(workdir, "levels.png"),
+                     title="Curricula: share of each step's groups drawn at each level",
+                     xlabel="RL update", ylabel="share of groups")  # fmt: skip
 
 
 def run(args) -> dict:
@@ -285,14 +237,12 @@ def run(args) -> dict:
 
 def report(args, result: dict, record: dict) -> study.Report:
     arms, curves, per_step = result["arms"], result["curves"], result["per_step"]
-    columns = {"pass@1": lambda a: repro.final(a, "pass@1"), **repro.level_columns(arms)}
-    columns["zero-var share"] = lambda a: repro.late(a, "groups/zero_var_frac", fraction=1.0)
-    columns["kept share"] = lambda a: repro.late(a, "groups/kept_frac", fraction=1.0)
-    columns["tokens / step"] = lambda a: repro.late(a, "tokens/generated", fraction=1.0)
+    columns = {"pass@1": repro.at("pass@1"), **repro.level_columns(arms)}
+    columns["zero-var share"] = repro.late_of("groups/zero_var_frac", 1.0)
+    columns["kept share"] = repro.late_of("groups/kept_frac", 1.0)
+    columns["tokens / step"] = repro.late_of("tokens/generated", 1.0)
     for lv in (1, 2, 3):
-        columns[f"drawn level {lv}"] = lambda a, lv=lv: repro.late(
-            a, f"{repro.CURRICULUM}level{lv}", fraction=1.0
-        )
+        columns[f"drawn level {lv}"] = repro.late_of(f"{repro.CURRICULUM}level{lv}", 1.0)
     rows = repro.summaries(arms, columns)
     decided = decide(arms, curves, per_step)
     base = next(iter(arms.values()))["base"]
@@ -310,46 +260,35 @@ def report(args, result: dict, record: dict) -> study.Report:
         "uniform's own cost to reach it (< 1×: sooner; never: not within the run). Wall clock "
         f"uses each population's measured RL seconds per learner-step: {per_step}.",
         "",
-        "| arm: cost | ratio [95% CI] | target |",
-        "|---|---|---|",
-        *(f"| {name} | {_ratio(r)} | {r['target']:.3f} |" for name, r in decided["reach"].items()),
+        *study.md_table(
+            ("arm: cost", "ratio [95% CI]", "target"),
+            ((n, _ratio(r), f"{r['target']:.3f}") for n, r in decided["reach"].items()),
+        ),
         "",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decided,
-        rows,
+        args, result, record, decided, rows,
         title="Difficulty filtering and curricula (#182, #175, #177)",
         claim="Balanced online difficulty filtering reaches plain GRPO's final reward sooner; "
         "bandit curricula over difficulty levels (SEC, DUMP's UCB) generalize better to the "
         "hard levels.",
-        headline=f"level {HARDEST}",
-        metric=f"held-out level-{HARDEST} pass@1",
-        context=context,
+        headline=f"level {HARDEST}", metric=f"held-out level-{HARDEST} pass@1", context=context,
         after_table=after,
         extra={
-            "reach": decided["reach"],
-            "seconds_per_learner_step": per_step,
-            "curves": {
-                k: {
-                    "updates": c["updates"].tolist(),
-                    "pass@1_mean": np.nanmean(c["pass@1"], axis=0).tolist(),
-                    "tokens_mean": np.mean(c["tokens"], axis=0).tolist(),
-                }
-                for k, c in curves.items()
-            },
+            "reach": decided["reach"], "seconds_per_learner_step": per_step,
+            "curves": {k: {"updates": c["updates"].tolist(),
+                           "pass@1_mean": np.nanmean(c["pass@1"], axis=0).tolist(),
+                           "tokens_mean": np.mean(c["tokens"], axis=0).tolist()}
+                       for k, c in curves.items()},
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
         },
-    )
+    )  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/curricula", run=run, report=report, plot=plot,
     seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -11,8 +11,7 @@ by Monte Carlo. Runs in seconds on CPU:
 
   python experiments/dp_cvar.py --outdir runs/dp_cvar
 
-Writes results.md, results.json and cvar.png to --outdir. Bad flags stop in one line before
-anything runs (``--debug`` for a traceback).
+Plots: cvar.png.
 """
 
 from rljax import xla_flags
@@ -22,10 +21,6 @@ xla_flags.set_flags()
 import os  # noqa: E402
 
 import jax  # noqa: E402
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 from rljax import cli, dp  # noqa: E402
 from rljax.train import study  # noqa: E402
@@ -53,9 +48,8 @@ def _evaluate(mdp, grid, policy, initial_stock, alpha, key, num_episodes):
     return {
         "cvar": float(dp.cvar(returns_grid, law, alpha)),
         "cvar_mc": float(dp.cvar_of_samples(samples, alpha)),
-        "mean": float(dp.mean(returns_grid, law)),
-        "mean_mc": float(samples.mean()),
-    }
+        "mean": float(dp.mean(returns_grid, law)), "mean_mc": float(samples.mean()),
+    }  # fmt: skip
 
 
 def run(args) -> list[dict]:
@@ -68,9 +62,8 @@ def run(args) -> list[dict]:
             greedy, _ = dp.greedy_distributional_control(mdp, grid, dp.cvar, (alpha,))
             candidates = {
                 METHODS[0]: (risk_neutral, 0.0),
-                METHODS[1]: (stock.solution.policy, stock.initial_stock),
-                METHODS[2]: (greedy, 0.0),
-            }
+                METHODS[1]: (stock.solution.policy, stock.initial_stock), METHODS[2]: (greedy, 0.0),
+            }  # fmt: skip
             for method, (policy, c_0) in candidates.items():
                 key, sub = jax.random.split(key)
                 stats = _evaluate(mdp, grid, policy, c_0, alpha, sub, args.episodes)
@@ -96,50 +89,32 @@ def _markdown(rows: list[dict], num_episodes: int, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plot(rows: list[dict], path: str):
+def plot(args, rows: list[dict], _) -> None:
+    path = os.path.join(args.workdir, "cvar.png")
     envs = sorted({r["env"] for r in rows}, reverse=True)
-    fig, axes = plt.subplots(1, len(envs), figsize=(5 * len(envs), 3.6))
+    cvar = {(r["env"], r["alpha"], r["method"]): r["cvar"] for r in rows}
     width = 0.26
-    for ax, env in zip(axes, envs, strict=True):
-        for i, method in enumerate(METHODS):
-            vals = [
-                next(
-                    r["cvar"]
-                    for r in rows
-                    if r["env"] == env and r["alpha"] == a and r["method"] == method
-                )
-                for a in ALPHAS
-            ]
-            ax.bar([j + (i - 1) * width for j in range(len(ALPHAS))], vals, width, label=method)
-        ax.set_xticks(range(len(ALPHAS)), [f"α={a}" for a in ALPHAS])
-        ax.set_title(env)
-        ax.set_ylabel("CVaR_α of return (exact)")
-        ax.axhline(0.0, color="k", lw=0.5)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with study.figure(path, ncols=len(envs), figsize=(5 * len(envs), 3.6)) as (_, axes):
+        for ax, env in zip(axes, envs, strict=True):
+            for i, method in enumerate(METHODS):
+                vals = [cvar[env, a, method] for a in ALPHAS]
+                ax.bar([j + (i - 1) * width for j in range(len(ALPHAS))], vals, width, label=method)
+            ax.set_xticks(range(len(ALPHAS)), [f"α={a}" for a in ALPHAS])
+            ax.set(title=env, ylabel="CVaR_α of return (exact)")
+            ax.axhline(0.0, color="k", lw=0.5)
+        axes[0].legend(fontsize=8)
 
 
 def report(args, rows: list[dict], record: dict) -> study.Files:
     return study.Files(rows, _markdown(rows, args.episodes, record["seconds"]))
 
 
-def plot(args, rows: list[dict], _) -> None:
-    _plot(rows, os.path.join(args.workdir, "cvar.png"))
-
-
-def _check(args) -> None:
-    cli.check_int("--episodes", args.episodes, low=1)
-    cli.check_int("--seed", args.seed, low=0, high=2**32 - 1)
-
-
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/dp_cvar", run=run, report=report, plot=plot,
-    quick=None, workdir_flags=("--outdir",), check=_check,
-    flags=lambda p: p.add_argument("--episodes", type=int, default=20_000, help="Monte Carlo"),
+    quick=None, workdir_flags=("--outdir",), low={"episodes": 1},
+    check=lambda args: cli.check_int("--seed", args.seed, low=0, high=2**32 - 1),
+    options={"episodes": (20_000, "Monte Carlo")},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,9 +1,5 @@
 """Echo chamber (#50 in PAPERS.md): RL post-training amplifies one format of the pretraining mix.
 
-    PYTHONPATH=. python experiments/echo_chamber.py --workdir runs/echo_chamber
-    PYTHONPATH=. python experiments/echo_chamber.py --workdir runs/echo_chamber_1000 --seed 1000
-    PYTHONPATH=. python experiments/echo_chamber.py --workdir /tmp/echo --quick
-
 The paper trains models from scratch on mixtures of math corpora written in different styles
 (TinyGSM code, OpenMathInstruct prose, FineMath equations), then runs PPO / GRPO / expert
 iteration with a binary reward: the completions converge on one format of the mix, which one
@@ -29,8 +25,8 @@ Claims, each decided from the numbers with 95% bootstrap intervals over seeds (`
      learner the winner's share correlates positively with pass@1;
   4. easy-to-hard: level-3 pass@1 rises though RL never saw level 3.
 
-Default: 2 sizes x 3 seeds x 100 updates; results.md records the wall time of each run. Writes
-results.md, results.json, shares_small.png, shares_large.png, pass_at_1.png.
+Default: 2 sizes x 3 seeds x 100 updates; results.md records the wall time of each run. Plots:
+shares_small.png, shares_large.png, pass_at_1.png.
 """
 
 from rljax import xla_flags
@@ -69,12 +65,9 @@ PRESET = "lite_ppo"
 
 def data(quick: bool):
     """(SFT problems with mixed formats, RL problems of the easy levels, held-out problems)."""
-    train, test = train_test_split(
-        formats.TASK,
-        num_train_per_level=300 if quick else 2000,
-        num_test_per_level=16 if quick else 100,
-        seed=DATA_SEED,
-    )
+    train, test = train_test_split(formats.TASK, num_train_per_level=300 if quick else 2000,
+                                   num_test_per_level=16 if quick else 100,
+                                   seed=DATA_SEED)  # fmt: skip
     mixed = formats.mixture(train, SHARES, seed=DATA_SEED)
     return mixed, [p for p in train if p.level in EASY], sorted(test, key=lambda p: p.level)
 
@@ -84,14 +77,11 @@ def table(problems) -> device_reward.ProblemTable:
     prompt_tokens, prompt_mask = encode_prompts(formats.TASK, problems)
     n, length = len(problems), completion_length(formats.TASK)
     return device_reward.ProblemTable(
-        prompt_tokens=jnp.asarray(prompt_tokens),
-        prompt_mask=jnp.asarray(prompt_mask),
-        target_int=jnp.zeros(n, jnp.int32),
-        target_tokens=jnp.zeros((n, length), jnp.int32),
-        target_len=jnp.zeros(n, jnp.int32),
+        prompt_tokens=jnp.asarray(prompt_tokens), prompt_mask=jnp.asarray(prompt_mask),
+        target_int=jnp.zeros(n, jnp.int32), target_tokens=jnp.zeros((n, length), jnp.int32),
+        target_len=jnp.zeros(n, jnp.int32), index=jnp.arange(n, dtype=jnp.int32),
         level=jnp.asarray([p.level for p in problems], jnp.int32),
-        index=jnp.arange(n, dtype=jnp.int32),
-    )
+    )  # fmt: skip
 
 
 def bases(args, size: str, mixed) -> tuple[TransformerConfig, list]:
@@ -102,10 +92,9 @@ def bases(args, size: str, mixed) -> tuple[TransformerConfig, list]:
     cache = os.path.join(args.workdir, "lm_base") if args.quick else args.base_cache_dir
     params, t0 = [], time.perf_counter()
     for s in range(1 if args.quick else args.seeds):  # --quick: one base shared by the seeds
-        cfg = sft.SFTConfig(
-            steps=steps, batch_size=64, learning_rate=3e-3, warmup_steps=5 if args.quick else 20,
-            weight_decay=0.01, noise=0.5, seed=args.seed + s,
-        )  # fmt: skip
+        cfg = sft.SFTConfig(steps=steps, batch_size=64, learning_rate=3e-3,
+                            warmup_steps=5 if args.quick else 20, weight_decay=0.01, noise=0.5,
+                            seed=args.seed + s)  # fmt: skip
         p, _ = lm_base.train_or_load(model, cfg, task, mixed, cache, progress=False)
         params.append(p)
         print(f"[{size}] base {s}: {time.perf_counter() - t0:.0f} s", flush=True)
@@ -115,16 +104,10 @@ def bases(args, size: str, mixed) -> tuple[TransformerConfig, list]:
 def agent_config(args, model, train) -> grpo.Config:
     scorer = device_reward.host_scorer(formats.TASK, train, 0.0)
     return grpo.Config(
-        model=model,
-        reward_kind="host",
-        completion_length=completion_length(formats.TASK),
-        prompts_per_step=8 if args.quick else 16,
-        group_size=4 if args.quick else 8,
-        max_epochs=2,
-        max_minibatches=2,
-        host_scorer=scorer,
-        eval_seed=args.seed,
-    )
+        model=model, reward_kind="host", completion_length=completion_length(formats.TASK),
+        prompts_per_step=8 if args.quick else 16, group_size=4 if args.quick else 8,
+        max_epochs=2, max_minibatches=2, host_scorer=scorer, eval_seed=args.seed,
+    )  # fmt: skip
 
 
 def sampler(config):
@@ -197,11 +180,9 @@ def train_size(args, size: str, mixed, train, test) -> dict:
         "updates": np.asarray(updates),
         "shares": np.asarray([p["shares"] for p in probes]).transpose(1, 0, 2),  # [S, C, F]
         "easy": np.asarray([p["easy"] for p in probes]).T,  # [S, C]
-        "base": base_eval,
-        "final": final_eval,
-        "params": num_params(base_params[0]),
+        "base": base_eval, "final": final_eval, "params": num_params(base_params[0]),
         "seconds": {"sft": round(sft_s, 1), "rl": round(rl_s, 1)},
-    }
+    }  # fmt: skip
 
 
 def _paired(values) -> dict:
@@ -239,9 +220,7 @@ def decide(runs: dict) -> tuple[dict, dict]:
             verdicts.REPRODUCED if signs == {"+"} else verdicts.CONTRADICTED
             if signs == {"-"} else verdicts.PARTLY if "+" in signs else verdicts.UNDECIDED
         )  # fmt: skip
-        hard = _paired(
-            np.asarray(r["final"]["pass@1"][HARD]) - np.asarray(r["base"]["pass@1"][HARD])
-        )
+        hard = _paired(np.subtract(r["final"]["pass@1"][HARD], r["base"]["pass@1"][HARD]))
         figures[f"{size}: pass@1 gain (level {HARD})"] = hard
         transfer.append(verdicts.SIGNS[_sign_of(hard)])
     claims["RL amplifies one format until it dominates (share >= 0.8)"] = (
@@ -298,8 +277,7 @@ def _corr(x, y) -> float:
 
 
 def _fmt(s: dict) -> str:
-    lo, hi = s["mean_ci"]
-    return f"{s['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+    return study.diff_text(s["mean"], s["mean_ci"], 3)
 
 
 def plot(args, out: dict, _) -> None:
@@ -311,24 +289,16 @@ def plot(args, out: dict, _) -> None:
             title=f"Echo chamber, {size} model ({r['params']:,} params): format shares",
             xlabel="GRPO update", ylabel="share of completions (levels 1-2)",
         )  # fmt: skip
-    stats.plot_bands(
-        next(iter(runs.values()))["updates"], {s: r["easy"] for s, r in runs.items()},
-        os.path.join(workdir, "pass_at_1.png"), title="Echo chamber: probe pass@1 (levels 1-2)",
-        xlabel="GRPO update", ylabel="pass@1",
-    )  # fmt: skip
-
-
-def add_flags(parser) -> None:
-    repro.flags(parser)
-    parser.add_argument("--sft_steps", type=int, default=800, help="SFT steps per base")
-    parser.add_argument("--base_cache_dir", default="runs/lm_base")
+    stats.plot_bands(next(iter(runs.values()))["updates"], {s: r["easy"] for s, r in runs.items()},
+                     os.path.join(workdir, "pass_at_1.png"),
+                     title="Echo chamber: probe pass@1 (levels 1-2)", xlabel="GRPO update",
+                     ylabel="pass@1")  # fmt: skip
 
 
 def check(args) -> None:
     if not args.quick and args.steps > PROBE and args.steps % PROBE:
-        raise cli.ConfigError(
-            f"--steps={args.steps} is invalid; allowed: <= {PROBE} or a multiple of it"
-        )
+        raise cli.ConfigError(f"--steps={args.steps} is invalid; allowed: <= {PROBE} or a "
+                              "multiple of it")  # fmt: skip
 
 
 def run(args) -> dict:
@@ -370,64 +340,47 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         "Format shares (levels 1-2) and pass@1 per level, base and after RL:",
         "",
-        *repro.table(rows, list(next(iter(rows.values())))),
+        *study.table(rows, list(next(iter(rows.values())))),
         "",
-        "| figure | mean [95% CI] |",
-        "|---|---|",
-        *(f"| {k} | {_fmt(v)} |" for k, v in decided["figures"].items()),
+        *study.md_table(("figure", "mean [95% CI]"),
+                        ((k, _fmt(v)) for k, v in decided["figures"].items())),
         "",
         f"Wall clock {seconds:.0f} s, CPU {cpu_seconds:.0f} s (all threads): "
-        + ", ".join(
-            f"{s} SFT {r['seconds']['sft']} s, RL {r['seconds']['rl']} s" for s, r in runs.items()
-        )
-        + ".",  # fmt: skip
-    ]
+        + ", ".join(f"{s} SFT {r['seconds']['sft']} s, RL {r['seconds']['rl']} s"
+                    for s, r in runs.items()) + ".",
+    ]  # fmt: skip
     curves = {
-        s: {
-            "updates": r["updates"].tolist(),
-            "shares_mean": {
-                f: r["shares"][:, :, k].mean(0).tolist() for k, f in enumerate(formats.FORMATS)
-            },  # fmt: skip
-            "pass@1_mean": r["easy"].mean(0).tolist(),
-        }
+        s: {"updates": r["updates"].tolist(),
+            "shares_mean": {f: r["shares"][:, :, k].mean(0).tolist()
+                            for k, f in enumerate(formats.FORMATS)},
+            "pass@1_mean": r["easy"].mean(0).tolist()}
         for s, r in runs.items()
-    }
+    }  # fmt: skip
     return study.Report(
         title="Echo chamber (#50): RL amplifies one pretraining format",
         claim="RL post-training collapses onto one format of the pretraining mix, which one "
         "depends on model size, the collapse goes with the gain, and training on easy problems "
         "transfers to harder ones.",
-        claims=claims,
-        reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
+        claims=claims, reason="; ".join(f"{v}: {why}" for v, why in claims.values()),
         arms={s: row[f"final {decided['winners'][s]}"] for s, row in rows.items()},
-        metric="final share of the winning format (levels 1-2)",
+        metric="final share of the winning format (levels 1-2)", notes=notes,
         extra={
-            "claims": claims,
-            "figures": decided["figures"],
-            "winners": decided["winners"],
-            "table": rows,
-            "curves": curves,
-            "sft_mix": sft_mix,
-            "sft_classified": sft_classified,
-            "num_sft_traces": len(mixed),
-            "seconds": seconds,
-            "cpu_seconds": cpu_seconds,
-            "seconds_by_size": {s: r["seconds"] for s, r in runs.items()},
-            "seeds": args.seeds,
-            "steps": args.steps,
-            "seed": args.seed,
+            "claims": claims, "figures": decided["figures"], "winners": decided["winners"],
+            "table": rows, "curves": curves, "sft_mix": sft_mix, "sft_classified": sft_classified,
+            "num_sft_traces": len(mixed), "seconds": seconds, "cpu_seconds": cpu_seconds,
+            "seconds_by_size": {s: r["seconds"] for s, r in runs.items()}, "seeds": args.seeds,
+            "steps": args.steps, "seed": args.seed,
             "params": {s: r["params"] for s, r in runs.items()},
-        },  # fmt: skip
-        notes=notes,
-    )
+        },
+    )  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/echo_chamber", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=3, steps=60, quick=repro.QUICK,
+    plot=plot, flags=repro.flags, check=check, seeds=3, steps=60, quick=repro.QUICK,
     low={**repro.LOW, "sft_steps": 25},
+    options={"sft_steps": (800, "SFT steps per base"), "base_cache_dir": "runs/lm_base"},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,9 +1,5 @@
 """Emergent exploration (#214): reward-only meta-RL on bandit lifetimes, with ablations.
 
-    PYTHONPATH=. nice -n 10 python experiments/emergent_exploration.py          # default
-    PYTHONPATH=. python experiments/emergent_exploration.py --quick             # the test's run
-    PYTHONPATH=. python experiments/emergent_exploration.py --seed=1000         # second seed set
-
 Rentschler & Roberts 2025 ("Exploitation Is All You Need... for Exploration", #214): an agent
 trained only to maximise reward, with no exploration bonus, explores when (1) the environment
 has recurring structure, (2) the agent has memory and (3) credit is assigned over a long
@@ -34,20 +30,13 @@ Metric: per lifetime, the pseudo-regret ``Σ_t max μ − μ_a_t`` (lower is bet
 tasks, one value per seed; exploration measures: distinct arms tried in the lifetime and the
 share of the last 5 pulls on the best arm (chance 1/K).
 
-Claims (95% stratified-bootstrap intervals over seeds, ``rljax.stats``; statuses by
-``rljax/train/verdicts.py``):
+Claims: ``CLAIMS``, each made of the regret differences listed in ``claims`` (95%
+stratified-bootstrap intervals over seeds, ``rljax.stats``): a part "beats" by
+``verdicts.vs_zero``, "matches" by ``verdicts.matches_or_beats`` with a margin of 20% of
+Thompson's mean regret, and a claim's parts combine by ``verdicts.over_arms``.
 
-1. ``exploration_emerges``: ``full`` explores: its regret is below uniform's (``vs_zero``) and
-   matches or beats Thompson sampling's (``matches_or_beats``, margin 20% of Thompson's mean
-   regret); both parts combined by ``verdicts.over_arms``.
-2. ``structure_and_memory_needed``: ``no structure`` and ``no memory`` each have more regret
-   than ``full`` (``vs_zero`` per ablation, ``over_arms``).
-3. ``credit_not_always_needed``: ``no credit`` still explores: its regret is below uniform's
-   (``vs_zero``) and within the same margin of ``full``'s (``matches_or_beats``), ``over_arms``.
-
-The verdict is ``verdicts.overall`` of the three. Writes results.md, results.json and
-regret.png (cumulative regret over pulls, mean and 95% interval over seeds) to --workdir.
-Measured time and results: docs/emergent_exploration.md.
+Plots: regret.png (cumulative regret over pulls, mean and 95% interval over seeds). Measured time
+and results: docs/emergent_exploration.md.
 """
 
 import sys
@@ -79,9 +68,8 @@ BASELINES = ("thompson", "ucb1", "greedy", "uniform")
 # Programs: (agent module, training env, {arm: γ}); arms of one program train as one grid.
 PROGRAMS = (
     (ppo_rnn, STRUCTURED, {"full": 1.0, "no credit": 0.0}),
-    (ppo_rnn, REDRAW, {"no structure": 1.0}),
-    (ppo, STRUCTURED, {"no memory": 1.0}),
-)
+    (ppo_rnn, REDRAW, {"no structure": 1.0}), (ppo, STRUCTURED, {"no memory": 1.0}),
+)  # fmt: skip
 MARGIN_SHARE = 0.2  # "matches": regret at most 20% of Thompson's mean regret above the other
 LAST = 5  # pulls at the end of the lifetime for the best-arm share
 HPARAMS = dict(lr=3e-3, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, gamma=1.0, gae_lambda=0.95)
@@ -191,30 +179,23 @@ def claims(regret: dict) -> dict:
     margin = MARGIN_SHARE * float(regret["thompson"].mean())
     cmp = lambda x, y: stats.compare(regret[x], regret[y])  # noqa: E731  # regret x − y
 
-    def part(c, rule):
-        return {**c, "status": rule(c["diff_ci"])}
-
     beats = functools.partial(verdicts.vs_zero, higher_is_claimed=True)
     matches = functools.partial(verdicts.matches_or_beats, margin=margin)
     parts = {
         "exploration_emerges": {
-            "uniform - full": part(cmp("uniform", "full"), beats),
-            "thompson - full": part(cmp("thompson", "full"), matches),
+            "uniform - full": _population.part(cmp("uniform", "full"), beats),
+            "thompson - full": _population.part(cmp("thompson", "full"), matches),
         },
         "structure_and_memory_needed": {
-            "no structure - full": part(cmp("no structure", "full"), beats),
-            "no memory - full": part(cmp("no memory", "full"), beats),
+            "no structure - full": _population.part(cmp("no structure", "full"), beats),
+            "no memory - full": _population.part(cmp("no memory", "full"), beats),
         },
         "credit_not_always_needed": {
-            "uniform - no credit": part(cmp("uniform", "no credit"), beats),
-            "full - no credit": part(cmp("full", "no credit"), matches),
+            "uniform - no credit": _population.part(cmp("uniform", "no credit"), beats),
+            "full - no credit": _population.part(cmp("full", "no credit"), matches),
         },
     }
-    return {
-        name: {"status": verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
-               "margin": margin}
-        for name, ps in parts.items()
-    }  # fmt: skip
+    return _population.claims_of_parts(parts, margin)
 
 
 def invariants(trained: dict) -> dict:
@@ -256,9 +237,7 @@ def evaluate(trained: dict, args) -> tuple[dict, dict, np.ndarray]:
     """Regret ``[S, E, H]`` and actions of every arm on the same new lifetimes."""
     root = jax.random.PRNGKey(args.seed)
     means = jax.random.uniform(jax.random.fold_in(root, 10**6), (args.eval_tasks, 5))
-    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.fold_in(root, 1), s))(
-        jnp.arange(args.seeds)
-    )
+    keys = _population.seed_keys(args.seed, args.seeds)
     regret, actions = {}, {}
     for arm, (module, config, states) in trained["states"].items():
         a, r = run_agents(module, config, states, means, keys)
@@ -280,11 +259,11 @@ def report(args, out: dict, record: dict) -> study.Report:
     explore_s = {n: {k: stats.summarize(v, num_resamples=n_boot) for k, v in e.items()}
                  for n, e in explore.items()}  # fmt: skip
     inv = invariants(trained)
-    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
-    reason = "; ".join(
-        f"{k}: {c['status']} (" + ", ".join(f"{p} {iv(d)}" for p, d in c["per_arm"].items()) + ")"
-        for k, c in cl.items()
-    )
+    reason, bullets = _population.parts_text(cl, CLAIMS)
+    explore_table = study.md_table(
+        ("arm", "arms tried per lifetime", f"best-arm share of the last {LAST} pulls"),
+        ((n, *(stats.format_interval(explore_s[n][k], "mean", 2)
+               for k in ("arms_tried", "best_arm_last"))) for n in names))  # fmt: skip
     notes = [
         f"Metric: pseudo-regret Σ_t (max μ − μ_a_t) over a lifetime of {meta_bandit.HORIZON} "
         f"pulls of 5 arms, mean over {args.eval_tasks} new lifetimes (the same for every arm), "
@@ -293,22 +272,12 @@ def report(args, out: dict, record: dict) -> study.Report:
         "**Claims** (95% bootstrap intervals over seeds of regret differences; > 0 favours the "
         "second arm):",
         "",
-    ]
-    for k, c in cl.items():
-        parts = ", ".join(f"{p} {iv(d)} ({d['status']})" for p, d in c["per_arm"].items())
-        notes.append(f"* {CLAIMS[k]}: **{c['status']}**; {parts}")
-    notes += [
+        *bullets,
         "",
         f"Margin for 'matches': {MARGIN_SHARE:.0%} of Thompson's mean regret = "
         f"{cl['exploration_emerges']['margin']:.2f}.",
         "",
-        f"| arm | arms tried per lifetime | best-arm share of the last {LAST} pulls |",
-        "|---|---|---|",
-        *(
-            f"| {n} | {stats.format_interval(explore_s[n]['arms_tried'], 'mean', 2)} | "
-            f"{stats.format_interval(explore_s[n]['best_arm_last'], 'mean', 2)} |"
-            for n in names
-        ),
+        *explore_table,
         "",
         "Invariants: share of pulls after which every mean is new: "
         f"{inv[f'share_of_pulls_with_new_means/{STRUCTURED}']:.3f} ({STRUCTURED}), "
@@ -327,28 +296,18 @@ def report(args, out: dict, record: dict) -> study.Report:
     ]
     return study.Report(
         title="Emergent exploration (#214): reward-only meta-RL on bandit lifetimes",
-        claim=(
-            "an agent trained only to maximise reward explores when the environment has "
-            "recurring structure, the agent has memory and credit is assigned over a long "
-            "horizon; removing structure or memory removes the exploration, removing "
-            "long-horizon credit does not always"
-        ),
-        claims=cl,
-        reason=reason,
-        arms=arms,
-        metric="lifetime regret",
+        claim="an agent trained only to maximise reward explores when the environment has "
+        "recurring structure, the agent has memory and credit is assigned over a long "
+        "horizon; removing structure or memory removes the exploration, removing "
+        "long-horizon credit does not always",
+        claims=cl, reason=reason, arms=arms, notes=notes, digits=2, metric="lifetime regret",
         extra={
             "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
-            "exploration": explore_s,
-            "invariants": inv,
+            "exploration": explore_s, "invariants": inv,
             "curves": {n: np.cumsum(regret[n].mean(1), -1).mean(0).tolist() for n in names},
-            "training_curves": trained["curves"],
-            "train_seconds": trained["seconds"],
-            **meta,
+            "training_curves": trained["curves"], "train_seconds": trained["seconds"], **meta,
         },
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -359,18 +318,13 @@ def plot(args, out: dict, _) -> None:
                      xlabel="pull", ylabel="cumulative regret")  # fmt: skip
 
 
-def check(args) -> None:
-    for module, _, _ in PROGRAMS:  # every static config is checked before anything compiles
-        module.validate(agent_config(module, max(1, args.steps // 1280)))
-
-
 def run(args) -> dict:
     t0 = time.perf_counter()
     trained = train_all(args)
     regret, actions, means = evaluate(trained, args)
-    print(f"evaluated: {time.perf_counter() - t0:.0f} s; lifetime regret "
-          + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in regret.items()),
-          flush=True)  # fmt: skip
+    _population.log_evaluated(
+        t0, "lifetime regret", {k: v.sum(-1).mean() for k, v in regret.items()}
+    )
     settings = {k: getattr(args, k) for k in ("seeds", "steps", "eval_tasks", "seed")}
     settings.update(hparams=HPARAMS, arms=4, horizon=meta_bandit.HORIZON)
     return {"trained": trained, "regret": regret, "actions": actions, "means": means,
@@ -379,12 +333,8 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/emergent_exploration", run=run, report=report,
-    plot=plot, check=check, seeds=0, steps=0, defaults=DEFAULTS, quick=QUICK,
-    flags=lambda p: p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes"),
-    low={"seeds": 3, "steps": ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1)),
-         "eval-tasks": 1},
+    plot=plot, **_population.meta_rl_spec(PROGRAMS, agent_config, DEFAULTS, QUICK),
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

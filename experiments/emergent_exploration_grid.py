@@ -1,15 +1,8 @@
 """Emergent exploration (#214) in gridworlds: reward-only meta-RL over lifetimes of episodes.
 
-    PYTHONPATH=. nice -n 10 python experiments/emergent_exploration_grid.py      # default
-    PYTHONPATH=. python experiments/emergent_exploration_grid.py --quick         # test's run
-    PYTHONPATH=. python experiments/emergent_exploration_grid.py --seed=1000     # seed set 2
-
-Rentschler & Roberts 2025 ("Exploitation Is All You Need... for Exploration", #214): an agent
-trained only to maximise reward, with no exploration bonus, explores when (1) the environment
-has recurring structure, (2) the agent has memory and (3) credit is assigned over a long
-horizon. Without structure or without memory the exploration vanishes; without long-horizon
-credit it does not always. ``experiments/emergent_exploration.py`` tests this on bandits; this
-script tests it on the paper's other task family, gridworlds.
+The claim of ``experiments/emergent_exploration.py`` (#214: reward-only meta-RL explores given
+recurring structure, memory and long-horizon credit), there on bandits, here on the paper's
+other task family, gridworlds.
 
 Setup (``rljax.envs.meta_grid``): a lifetime is E = 4 episodes of at most L = 8 moves in a 4 x 4
 grid from the corner; a hidden goal cell (uniform over the 15 others) pays 1 and ends the
@@ -42,21 +35,13 @@ mean over the tasks, one value per seed; the lifetime return is their sum (at mo
 exploration gain is the mean return of episodes 2..E minus that of episode 1 (> 0: what the
 first episodes found is used later).
 
-Claims (95% stratified-bootstrap intervals over seeds, ``rljax.stats``; statuses by
-``rljax/train/verdicts.py``):
+Claims: ``CLAIMS``, each made of the differences listed in ``claims`` (``full``'s exploration
+gain, and lifetime returns; 95% stratified-bootstrap intervals over seeds, ``rljax.stats``): a
+part "beats" by ``verdicts.vs_zero``, "matches" by ``verdicts.matches_or_beats`` with a margin
+of 10% of the sweep's lifetime return, and a claim's parts combine by ``verdicts.over_arms``.
 
-1. ``exploration_emerges``: ``full`` explores and exploits what it found: its exploration gain
-   is above 0 and its lifetime return above the random walk's (``vs_zero`` each,
-   ``verdicts.over_arms``).
-2. ``structure_and_memory_needed``: ``no structure`` and ``no memory`` each have a lower
-   lifetime return than ``full`` (``vs_zero`` per ablation, ``over_arms``).
-3. ``credit_not_always_needed``: ``no credit`` still explores: its lifetime return is above the
-   random walk's (``vs_zero``) and within a margin of ``full``'s (``matches_or_beats``, margin
-   10% of the sweep's lifetime return), ``over_arms``.
-
-The verdict is ``verdicts.overall`` of the three. Writes results.md, results.json and
-return_per_episode.png (return per episode index, mean and 95% interval over seeds) to --workdir.
-Measured time and results: docs/emergent_exploration.md ("Gridworlds").
+Plots: return_per_episode.png (return per episode index, mean and 95% interval over seeds). Measured
+time and results: docs/emergent_exploration.md ("Gridworlds").
 """
 
 import sys
@@ -91,9 +76,8 @@ CREDIT_GAMMA = 0.75  # the no-credit arm's γ: 0.75^8 = 0.10 one episode's lengt
 # Programs: (agent module, training env, {arm: γ}); arms of one program train as one grid.
 PROGRAMS = (
     (ppo_rnn, STRUCTURED, {"full": 1.0, "no credit": CREDIT_GAMMA}),
-    (ppo_rnn, REDRAW, {"no structure": 1.0}),
-    (ppo, STRUCTURED, {"no memory": 1.0}),
-)
+    (ppo_rnn, REDRAW, {"no structure": 1.0}), (ppo, STRUCTURED, {"no memory": 1.0}),
+)  # fmt: skip
 MARGIN_SHARE = 0.1  # "matches": lifetime return at most 10% of the sweep's below the other's
 HPARAMS = dict(lr=3e-3, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, gamma=1.0, gae_lambda=0.95)
 DEFAULTS = {"seeds": 3, "steps": 300_000, "eval_tasks": 1000}
@@ -223,9 +207,6 @@ def claims(per_episode: dict) -> dict:
     margin = MARGIN_SHARE * float(life["sweep"].mean())
     cmp = lambda x, y: stats.compare(life[x], life[y])  # noqa: E731  # lifetime return x − y
 
-    def part(c, rule):
-        return {**c, "status": rule(c["diff_ci"])}
-
     gain = gains(per_episode["full"])
     gain_summary = stats.summarize(gain)
     gain_part = {"diff": gain_summary["mean"], "diff_ci": gain_summary["mean_ci"]}
@@ -233,23 +214,19 @@ def claims(per_episode: dict) -> dict:
     matches = functools.partial(verdicts.matches_or_beats, margin=margin)
     parts = {
         "exploration_emerges": {
-            "full: later - first episode": part(gain_part, beats),
-            "full - random walk": part(cmp("full", "random walk"), beats),
+            "full: later - first episode": _population.part(gain_part, beats),
+            "full - random walk": _population.part(cmp("full", "random walk"), beats),
         },
         "structure_and_memory_needed": {
-            "full - no structure": part(cmp("full", "no structure"), beats),
-            "full - no memory": part(cmp("full", "no memory"), beats),
+            "full - no structure": _population.part(cmp("full", "no structure"), beats),
+            "full - no memory": _population.part(cmp("full", "no memory"), beats),
         },
         "credit_not_always_needed": {
-            "no credit - random walk": part(cmp("no credit", "random walk"), beats),
-            "no credit - full": part(cmp("no credit", "full"), matches),
+            "no credit - random walk": _population.part(cmp("no credit", "random walk"), beats),
+            "no credit - full": _population.part(cmp("no credit", "full"), matches),
         },
     }
-    return {
-        name: {"status": verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
-               "margin": margin}
-        for name, ps in parts.items()
-    }  # fmt: skip
+    return _population.claims_of_parts(parts, margin)
 
 
 def gains(per_episode: np.ndarray) -> np.ndarray:
@@ -283,20 +260,13 @@ def invariants(trained: dict) -> dict:
     return out
 
 
-def train_all(args) -> dict:
-    """Trains every program; returns states, configs and training curves per arm."""
-    return _population.train_arms(PROGRAMS, agent_config, HPARAMS, args)
-
-
 def evaluate(trained: dict, args) -> tuple[dict, dict, dict, np.ndarray]:
     """Return per episode ``[S, N, E]``, first-episode cells and moves ``[S, N]`` of every arm
     on the same new lifetimes, and their goals ``[N]``."""
     root = jax.random.PRNGKey(args.seed)
     goal_key = jax.random.fold_in(root, 10**6)
     goals = jax.random.randint(goal_key, (args.eval_tasks,), 1, SIDE * SIDE).astype(jnp.int32)
-    keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.fold_in(root, 1), s))(
-        jnp.arange(args.seeds)
-    )
+    keys = _population.seed_keys(args.seed, args.seeds)
     ret, cells, moves = {}, {}, {}
     for arm, (module, config, states) in trained["states"].items():
         r, c, m = run_agents(module, config, states, goals, keys)
@@ -334,12 +304,12 @@ def report(args, out: dict, record: dict) -> study.Report:
     gain = {n: stats.summarize(gains(per_episode[n]), num_resamples=n_boot) for n in names}
     explored = {n: stats.summarize(cells[n].mean(-1), num_resamples=n_boot) for n in names}
     inv = {**invariants(trained), **oracle_check(ret, moves, goals)}
-    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
-    reason = "; ".join(
-        f"{k}: {c['status']} (" + ", ".join(f"{p} {iv(d)}" for p, d in c["per_arm"].items()) + ")"
-        for k, c in cl.items()
-    )
+    reason, bullets = _population.parts_text(cl, CLAIMS)
     fmt = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731
+    explore_table = study.md_table(
+        ("arm", "episode 1 return", "episodes 2-4 return (mean)", "gain (later − first)",
+         "cells visited in episode 1"),
+        ((n, *(fmt(t[n]) for t in (first, later, gain, explored))) for n in names))  # fmt: skip
     notes = [
         f"Metric: return per episode index (share of lifetimes whose k-th episode reaches the "
         f"goal) over lifetimes of {EPISODES} episodes of at most {LENGTH} moves in a "
@@ -349,22 +319,12 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         "**Claims** (95% bootstrap intervals over seeds; > 0 favours the first arm):",
         "",
-    ]
-    for k, c in cl.items():
-        parts = ", ".join(f"{p} {iv(d)} ({d['status']})" for p, d in c["per_arm"].items())
-        notes.append(f"* {CLAIMS[k]}: **{c['status']}**; {parts}")
-    notes += [
+        *bullets,
         "",
         f"Margin for 'matches': {MARGIN_SHARE:.0%} of the sweep's lifetime return = "
         f"{cl['credit_not_always_needed']['margin']:.2f}.",
         "",
-        "| arm | episode 1 return | episodes 2-4 return (mean) | gain (later − first) | "
-        "cells visited in episode 1 |",
-        "|---|---|---|---|---|",
-        *(
-            f"| {n} | {fmt(first[n])} | {fmt(later[n])} | {fmt(gain[n])} | {fmt(explored[n])} |"
-            for n in names
-        ),  # fmt: skip
+        *explore_table,
         "",
         "Invariants: share of episode ends after which the goal is new: "
         f"{inv[f'share_of_episode_ends_with_new_goal/{STRUCTURED}']:.3f} ({STRUCTURED}), "
@@ -386,31 +346,18 @@ def report(args, out: dict, record: dict) -> study.Report:
     ]
     return study.Report(
         title="Emergent exploration (#214): reward-only meta-RL on gridworld lifetimes",
-        claim=(
-            "an agent trained only to maximise reward explores when the environment has "
-            "recurring structure, the agent has memory and credit is assigned over a long "
-            "horizon; removing structure or memory removes the exploration, removing "
-            "long-horizon credit does not always"
-        ),
-        claims=cl,
-        reason=reason,
-        arms=arms,
-        metric="lifetime return",
+        claim="an agent trained only to maximise reward explores when the environment has "
+        "recurring structure, the agent has memory and credit is assigned over a long "
+        "horizon; removing structure or memory removes the exploration, removing "
+        "long-horizon credit does not always",
+        claims=cl, reason=reason, arms=arms, notes=notes, digits=2, metric="lifetime return",
         extra={
-            "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
-            "first_episode": first,
-            "later_episodes": later,
-            "gain": gain,
-            "cells_visited_first_episode": explored,
-            "invariants": inv,
-            "per_episode": {n: per_episode[n].mean(0).tolist() for n in names},
-            "training_curves": trained["curves"],
-            "train_seconds": trained["seconds"],
-            **meta,
+            "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()}, "first_episode": first,
+            "later_episodes": later, "gain": gain, "cells_visited_first_episode": explored,
+            "invariants": inv, "per_episode": {n: per_episode[n].mean(0).tolist() for n in names},
+            "training_curves": trained["curves"], "train_seconds": trained["seconds"], **meta,
         },
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -422,18 +369,11 @@ def plot(args, out: dict, _) -> None:
                      xlabel="episode of the lifetime", ylabel="return (goal reached)")  # fmt: skip
 
 
-def check(args) -> None:
-    for module, _, _ in PROGRAMS:  # every static config is checked before anything compiles
-        module.validate(agent_config(module, max(1, args.steps // 2048)))
-
-
 def run(args) -> dict:
     t0, cpu0 = time.perf_counter(), time.process_time()
-    trained = train_all(args)
+    trained = _population.train_arms(PROGRAMS, agent_config, HPARAMS, args)
     ret, cells, moves, goals = evaluate(trained, args)
-    print(f"evaluated: {time.perf_counter() - t0:.0f} s; lifetime return "
-          + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in ret.items()),
-          flush=True)  # fmt: skip
+    _population.log_evaluated(t0, "lifetime return", {k: v.sum(-1).mean() for k, v in ret.items()})
     settings = {k: getattr(args, k) for k in ("seeds", "steps", "eval_tasks", "seed")}
     settings.update(hparams=HPARAMS, credit_gamma=CREDIT_GAMMA, arms=4, side=SIDE,
                     episodes=EPISODES, length=LENGTH)  # fmt: skip
@@ -443,12 +383,8 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/emergent_exploration_grid", run=run,
-    report=report, plot=plot, check=check, seeds=0, steps=0, defaults=DEFAULTS, quick=QUICK,
-    flags=lambda p: p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes"),
-    low={"seeds": 3, "steps": ppo_rnn.env_steps_per_update(agent_config(ppo_rnn, 1)),
-         "eval-tasks": 1},
+    report=report, plot=plot, **_population.meta_rl_spec(PROGRAMS, agent_config, DEFAULTS, QUICK),
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

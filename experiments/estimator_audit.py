@@ -1,8 +1,5 @@
 """Exact audit of rljax's policy-gradient surrogates against ∇(E_π[r] − β·KL(π‖π_ref)).
 
-    PYTHONPATH=. python experiments/estimator_audit.py --workdir runs/estimator_audit
-    PYTHONPATH=. python experiments/estimator_audit.py --workdir runs/estimator_audit --quick
-
 A tiny autoregressive softmax policy (3 content tokens + EOS, at most 5 tokens, so lengths 1–5
 occur; 364 sequences, a tabular logit per prefix: 121 × 4 parameters) is small enough that every
 expectation over sequences is a finite sum. The intended objective is
@@ -35,17 +32,13 @@ How each expectation is computed (the ``method`` column):
 The same Monte Carlo on the exact arms checks that rljax's code has the expectation the
 enumeration says (the ``check`` block of results.json: the largest |z| per coordinate).
 
-Per arm: cosine and relative error ‖g − ∇J‖/‖∇J‖ against ∇J, and "which objective it ascends":
-the least-squares fit ``g ≈ a ∇E[r] − b_rev ∇KL(π‖π_ref) − b_fwd ∇KL(π_ref‖π) + c ∇E[|x|]``
-reported as effective coefficients b/a and the unexplained residual. The variance of the
-single-batch gradient, tr Cov(ĝ) / ‖E ĝ‖² (noise-to-signal), per group size, is measured by
-sampling. Over 10 seeds (each a fresh random reference and policy; seeds ``--seed`` ..
-``--seed`` + 9, so a second seed set is one flag), with 95% bootstrap intervals (rljax.stats).
-
-Measured on the shared 2-core CPU under a load average of ~13 (other jobs running): default
-5 min 15 s wall, 133 s of CPU; --quick 39 s wall, 16 s of CPU.
-Writes results.md, results.json, audit.png (cosine heat map, variance) and audit_variance.png
-(rljax.stats bands) into --workdir.
+Per arm: cosine and relative error ‖g − ∇J‖/‖∇J‖ against ∇J, and "which objective it ascends": the
+least-squares fit ``g ≈ a ∇E[r] − b_rev ∇KL(π‖π_ref) − b_fwd ∇KL(π_ref‖π) + c ∇E[|x|]`` reported as
+effective coefficients b/a and the unexplained residual. The variance of the single-batch gradient,
+tr Cov(ĝ) / ‖E ĝ‖² (noise-to-signal), per group size, is measured by sampling. Over 10 seeds (each a
+fresh random reference and policy; seeds ``--seed`` .. ``--seed`` + 9, so a second seed set is one
+flag), with 95% bootstrap intervals (rljax.stats). Plots: audit.png (cosine heat map, variance) and
+audit_variance.png (rljax.stats bands).
 """
 
 from rljax import xla_flags
@@ -60,36 +53,23 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from rljax import cli, returns, stats  # noqa: E402
+from rljax import cli, stats  # noqa: E402
 from rljax.agents.grpo import objective, presets  # noqa: E402
-from rljax.losses import implicit, policy_gradient  # noqa: E402
-from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study, study_checks, verdicts  # noqa: E402
 
 N_CONTENT = 3  # content tokens 0..2; token 3 is EOS
 EOS = N_CONTENT
 VOCAB = N_CONTENT + 1
-KL_PLACES = (
-    "none",
-    "k1_reward",
-    "k2_reward",
-    "k3_reward",
-    "k1_loss",
-    "k2_loss",
-    "k3_loss",
-    "fwd_kl",
-    "js",
-)
+KL_PLACES = ("none", "k1_reward", "k2_reward", "k3_reward", "k1_loss", "k2_loss", "k3_loss",
+             "fwd_kl", "js")  # fmt: skip
 AGGS = ("token_mean", "seq_mean_token_mean", "dr_const", "seq_sum")
 NORMS = ("mean", "std", "rloo")  # Dr.GRPO (std off), GRPO (std on, ddof=1), leave-one-out
 # The arms' names here -> the names of rljax.agents.grpo.presets that the trainer's objective
 # selects by.
 DIVERGENCE_OF = {"none": "none", "fwd_kl": "forward_kl", "js": "js"}  # else k1/k2/k3
-AGGREGATION_OF = {
-    "token_mean": "token_mean",
-    "seq_mean_token_mean": "seq_mean_token_mean",
-    "dr_const": "seq_mean_token_sum_norm",
-    "seq_sum": "seq_mean_token_sum",
-}
+AGGREGATION_OF = {"token_mean": "token_mean", "seq_mean_token_mean": "seq_mean_token_mean",
+                  "dr_const": "seq_mean_token_sum_norm",
+                  "seq_sum": "seq_mean_token_sum"}  # fmt: skip
 ADVANTAGE_OF = {"mean": "dr_grpo", "std": "grpo", "rloo": "rloo"}
 BASIS = ("reward", "kl_rev", "kl_fwd", "length")
 
@@ -116,14 +96,10 @@ def build_space(max_len: int):
     content = [s[:-1] if s[-1] == EOS else s for s in seqs]
     reward = np.array([float(c.count(0) >= 2) for c in content], np.float32)
     return {
-        "tokens": jnp.asarray(tokens),
-        "mask": jnp.asarray(mask),
-        "prefix_idx": jnp.asarray(prefix_idx),
-        "reward": jnp.asarray(reward),
-        "length": jnp.asarray(mask.sum(1)),
-        "num_prefixes": len(prefixes),
-        "max_len": max_len,
-    }
+        "tokens": jnp.asarray(tokens), "mask": jnp.asarray(mask),
+        "prefix_idx": jnp.asarray(prefix_idx), "reward": jnp.asarray(reward),
+        "length": jnp.asarray(mask.sum(1)), "num_prefixes": len(prefixes), "max_len": max_len,
+    }  # fmt: skip
 
 
 def token_logp(theta, space, idx=None):
@@ -141,12 +117,8 @@ def objectives(theta, ref_theta, space):
     lp = token_logp(theta, space).sum(1)
     lr = token_logp(ref_theta, space).sum(1)
     p, q = jnp.exp(lp), jnp.exp(lr)
-    return {
-        "reward": p @ space["reward"],
-        "kl_rev": p @ (lp - lr),
-        "kl_fwd": q @ (lr - lp),
-        "length": p @ space["length"],
-    }
+    return {"reward": p @ space["reward"], "kl_rev": p @ (lp - lr), "kl_fwd": q @ (lr - lp),
+            "length": p @ space["length"]}  # fmt: skip
 
 
 def flat_grad(fn, theta):
@@ -158,11 +130,10 @@ def choice(arm) -> objective.Choice:
     """The trainer's `objective.Choice` of an arm: codes (traced int32 ``[4]``) of the divergence,
     its placement, the aggregation and the advantage; REINFORCE, β set by the caller."""
     zero = jnp.zeros((), jnp.float32)
-    return objective.Choice(
-        advantage=arm[3], aggregation=arm[2], policy_loss=presets.POLICY_LOSSES.index("reinforce"),
-        divergence=arm[0], placement=arm[1], eps_low=zero, eps_high=zero, kl_coef=zero,
-        entropy_coef=zero, pacs_beta=zero, rover_rho=zero,
-    )  # fmt: skip
+    return objective.Choice(advantage=arm[3], aggregation=arm[2],
+                            policy_loss=presets.POLICY_LOSSES.index("reinforce"), divergence=arm[0],
+                            placement=arm[1], eps_low=zero, eps_high=zero, kl_coef=zero,
+                            entropy_coef=zero, pacs_beta=zero, rover_rho=zero)  # fmt: skip
 
 
 def advantages(seq_reward, arm):
@@ -204,15 +175,11 @@ def arm_ids(place, agg, norm):
     advantage."""
     divergence = DIVERGENCE_OF.get(place, place[:2])
     placement = "reward" if place.endswith("_reward") else "loss"
-    return jnp.array(
-        [
-            presets.DIVERGENCES.index(divergence),
-            presets.PLACEMENTS.index(placement),
-            presets.AGGREGATIONS.index(AGGREGATION_OF[agg]),
-            presets.ADVANTAGES.index(ADVANTAGE_OF[norm]),
-        ],
-        jnp.int32,
-    )
+    return jnp.array([
+        presets.DIVERGENCES.index(divergence), presets.PLACEMENTS.index(placement),
+        presets.AGGREGATIONS.index(AGGREGATION_OF[agg]),
+        presets.ADVANTAGES.index(ADVANTAGE_OF[norm]),
+    ], jnp.int32)  # fmt: skip
 
 
 def make_mc(space, group: int, num_groups: int, chunk: int = 500):
@@ -288,14 +255,9 @@ def exact_context(theta, ref_theta, space, groups, grads):
     ref_tok = token_logp(ref_theta, space)
     p_seq = np.exp(np.asarray(lp_tok.sum(1), np.float64))
     ctx = {
-        "theta": theta,
-        "grads": grads,
-        "lp_tok": lp_tok,
-        "ref_tok": ref_tok,
-        "p_seq": p_seq,
-        "q_seq": jnp.exp(ref_tok.sum(1)),
-        "law": {g: others_law(p_seq, space, g) for g in groups},
-    }
+        "theta": theta, "grads": grads, "lp_tok": lp_tok, "ref_tok": ref_tok, "p_seq": p_seq,
+        "q_seq": jnp.exp(ref_tok.sum(1)), "law": {g: others_law(p_seq, space, g) for g in groups},
+    }  # fmt: skip
     for name, fn in ESTIMATORS.items():
         ctx[f"{name}_value"] = np.asarray(fn(lp_tok, ref_tok), np.float64)
         # d k(logp, ref)/d logp per token, by differentiating rljax's estimator
@@ -350,10 +312,9 @@ def exact_direction(ctx, space, beta, place, agg, norm, group):
         w_kl = group * (inv_tot @ law.sum(0))  # E[G/(|x_1| + T)]
     else:
         w_kl = {
-            "seq_mean_token_mean": 1.0 / length,
-            "dr_const": np.full_like(length, 1.0 / max_len),
+            "seq_mean_token_mean": 1.0 / length, "dr_const": np.full_like(length, 1.0 / max_len),
             "seq_sum": np.ones_like(length),
-        }[agg]
+        }[agg]  # fmt: skip
     if in_reward:  # mean / rloo baseline, sequence-level aggregation (checked above)
         pen = r - beta * (ctx[f"{place[:2]}_value"] * mask).sum(1)
         scale = (group - 1) / group if norm == "mean" else 1.0
@@ -370,67 +331,9 @@ def exact_direction(ctx, space, beta, place, agg, norm, group):
     grads = ctx["grads"]
     direction = grads["coef"](ctx["theta"], jnp.asarray(coef, jnp.float32))
     if place in ("fwd_kl", "js"):
-        direction = direction - beta * grads[place](
-            ctx["theta"], ctx["ref_tok"].sum(1), ctx["q_seq"]
-        )
+        direction = direction - beta * grads[place](ctx["theta"], ctx["ref_tok"].sum(1),
+                                                     ctx["q_seq"])  # fmt: skip
     return direction
-
-
-# ------------------------------------------------------------------ NFT ≡ GRPO, batch by batch
-def nft_identity_check(num_groups: int = 64, group: int = 8, seed: int = 0) -> dict:
-    """On-policy NFT gradient against Dr.GRPO's and GRPO's on one random batch.
-
-    With R = π_θ/π_old = 1, NFT's per-token gradient is −∇log π on positives and
-    r_q/(1 − r_q)·∇log π on negatives (r_q: the prompt's accuracy). Times (1 − r_q) that is
-    −(r_i − r_q)∇log π: Dr.GRPO's. GRPO divides r_i − r_q by the group std, which for 0/1
-    rewards is sqrt(r_q(1 − r_q)) with ddof=0 and sqrt(G/(G−1))·sqrt(r_q(1 − r_q)) with ddof=1
-    (rljax's default), so the per-prompt weights are sqrt((1 − r_q)/r_q) and
-    sqrt((1 − r_q)/r_q)·sqrt((G − 1)/G). Returns the largest relative differences (ε = 0 in the
-    std) and the cosine between unweighted NFT and GRPO, which is below 1 whenever prompts'
-    accuracies differ.
-    """
-    rng = np.random.default_rng(seed)
-    max_len = 5
-    reward = rng.integers(0, 2, size=(num_groups, group)).astype(np.float32)
-    reward[:, 0], reward[:, 1] = 1.0, 0.0  # every group mixed (others carry no signal)
-    lengths = rng.integers(1, max_len + 1, size=(num_groups, group))
-    mask = jnp.asarray((np.arange(max_len) < lengths[..., None]).astype(np.float32))
-    logp = jnp.asarray(-rng.random((num_groups, group, max_len)).astype(np.float32) - 0.1)
-    reward = jnp.asarray(reward)
-    rate = jnp.mean(reward, axis=1)  # r_q [B]
-    old = jax.lax.stop_gradient(logp)
-
-    def nft_dir(weight):
-        def loss(lp):
-            tok = implicit.nft(lp, old, reward[..., None], rate[:, None, None])
-            return jnp.sum(weight[:, None, None] * tok * mask)
-
-        return -jax.grad(loss)(logp).ravel()
-
-    def pg_dir(adv):
-        def loss(lp):
-            return jnp.sum(policy_gradient.reinforce(lp, adv[..., None] * mask) * mask)
-
-        return -jax.grad(loss)(logp).ravel()
-
-    def rel(a, b):
-        return float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
-
-    w_std = jnp.sqrt((1.0 - rate) / rate)
-    grpo1 = pg_dir(returns.grpo_advantages(reward, eps=0.0, ddof=1))
-    plain = nft_dir(jnp.ones_like(rate))
-    return {
-        "dr_grpo_max_rel_diff": rel(
-            nft_dir(1.0 - rate), pg_dir(returns.dr_grpo_advantages(reward))
-        ),
-        "grpo_ddof0_max_rel_diff": rel(
-            nft_dir(w_std), pg_dir(returns.grpo_advantages(reward, eps=0.0, ddof=0))
-        ),
-        "grpo_ddof1_max_rel_diff": rel(nft_dir(w_std * np.sqrt((group - 1) / group)), grpo1),
-        "unweighted_vs_grpo_cosine": float(
-            plain @ grpo1 / (jnp.linalg.norm(plain) * jnp.linalg.norm(grpo1))
-        ),
-    }
 
 
 # ------------------------------------------------------------------ analysis
@@ -477,41 +380,30 @@ def run_seed(seed, space, args, mcs, grads):
             beta_rev=coef["kl_rev"] / coef["reward"] * -1 if coef["reward"] else float("nan"),
             beta_fwd=coef["kl_fwd"] / coef["reward"] * -1 if coef["reward"] else float("nan"),
             length_coef=coef["length"] / coef["reward"] if coef["reward"] else float("nan"),
-            reward_coef=coef["reward"],
-            residual=resid,
-        )
+            reward_coef=coef["reward"], residual=resid,
+        )  # fmt: skip
         out[name] = entry
     problem = {k: float(v) for k, v in obj.items()}
-    problem["grad_ratio_kl_to_reward"] = float(
-        args.beta * np.linalg.norm(basis["kl_rev"]) / np.linalg.norm(basis["reward"])
-    )
+    ratio = args.beta * np.linalg.norm(basis["kl_rev"]) / np.linalg.norm(basis["reward"])
+    problem["grad_ratio_kl_to_reward"] = float(ratio)
     return out, problem, (theta, ref, ctx)
 
 
 VARIANCE_ARMS = (  # single-batch gradient variance per group size, by sampling
-    ("k1_reward", "seq_sum", "rloo"),
-    ("k1_reward", "seq_sum", "std"),
-    ("k3_loss", "seq_mean_token_mean", "std"),
-    ("k3_loss", "dr_const", "mean"),
+    ("k1_reward", "seq_sum", "rloo"), ("k1_reward", "seq_sum", "std"),
+    ("k3_loss", "seq_mean_token_mean", "std"), ("k3_loss", "dr_const", "mean"),
     ("k3_loss", "token_mean", "std"),
-)
+)  # fmt: skip
+REPORTED_ARMS = (  # results.json's arms: relative error at the largest G
+    ("k1_reward", "seq_sum", "rloo"), ("k3_loss", "seq_mean_token_mean", "std"),
+    ("k1_reward", "seq_sum", "mean"), ("k2_loss", "seq_sum", "rloo"),
+    ("k3_loss", "token_mean", "std"), ("k1_loss", "seq_sum", "rloo"),
+)  # fmt: skip
 CHECK_ARMS = (  # Monte Carlo of rljax's end-to-end loss against the exact enumeration
-    ("k3_loss", "token_mean", "std"),
-    ("k2_loss", "seq_mean_token_mean", "mean"),
-    ("k1_reward", "seq_sum", "rloo"),
-    ("none", "dr_const", "std"),
-    ("js", "seq_sum", "mean"),
+    ("k3_loss", "token_mean", "std"), ("k2_loss", "seq_mean_token_mean", "mean"),
+    ("k1_reward", "seq_sum", "rloo"), ("none", "dr_const", "std"), ("js", "seq_sum", "mean"),
     ("fwd_kl", "token_mean", "rloo"),
-)
-
-
-def add_flags(parser) -> None:
-    parser.add_argument("--max_len", type=int, default=5)
-    parser.add_argument("--beta", type=float, default=0.1)
-    parser.add_argument("--ref_scale", type=float, default=1.0)
-    parser.add_argument("--shift", type=float, default=0.7, help="std of θ − θ_ref")
-    parser.add_argument("--mc_groups", type=int, default=20000)
-    parser.add_argument("--var_groups", type=int, default=4000)
+)  # fmt: skip
 
 
 def check(args) -> None:
@@ -535,76 +427,60 @@ def run(args) -> dict:
         problems.append(problem)
         for place, agg, norm in VARIANCE_ARMS:
             for group in args.groups:
-                mean, var = var_mcs[group](
-                    theta, ref, arm_ids(place, agg, norm), jax.random.key(seed), args.beta
-                )
+                arm, key = arm_ids(place, agg, norm), jax.random.key(seed)
+                mean, var = var_mcs[group](theta, ref, arm, key, args.beta)
                 # noise-to-signal of one batch: tr Cov(ĝ) / ‖E ĝ‖² (scale-free across arms)
-                variance.setdefault(f"{place}|{agg}|{norm}", {}).setdefault(group, []).append(
-                    float(np.sum(var) / np.sum(np.square(mean)))
-                )
+                noise = float(np.sum(var) / np.sum(np.square(mean)))
+                variance.setdefault(f"{place}|{agg}|{norm}", {}).setdefault(group, []).append(noise)
         if seed == args.seed:
             for place, agg, norm in CHECK_ARMS:
                 group = args.groups[-1]
-                mean, var = mcs[group](
-                    theta, ref, arm_ids(place, agg, norm), jax.random.key(7), args.beta
-                )
+                mean, var = mcs[group](theta, ref, arm_ids(place, agg, norm), jax.random.key(7),
+                                       args.beta)  # fmt: skip
                 n = (args.mc_groups // 500) * 500
                 exact = exact_direction(ctx, space, args.beta, place, agg, norm, group)
                 # ‖MC − exact‖ / sqrt(tr Cov / n): about 1 when rljax's loss has the enumerated
                 # expectation, ≫ 1 when it does not
                 ratio = np.linalg.norm(np.asarray(mean - exact)) / np.sqrt(np.sum(var) / n)
-                checks.append(
-                    {
-                        "arm": f"{place}|{agg}|{norm}|G={group}",
-                        "error_over_se": float(ratio),
-                        "se_rel": float(np.sqrt(np.sum(var) / n) / np.linalg.norm(exact)),
-                    }
-                )
-    nft = nft_identity_check(group=args.groups[-1])
+                checks.append({
+                    "arm": f"{place}|{agg}|{norm}|G={group}", "error_over_se": float(ratio),
+                    "se_rel": float(np.sqrt(np.sum(var) / n) / np.linalg.norm(exact)),
+                })  # fmt: skip
+    nft = study_checks.nft_identity(group=args.groups[-1])
     return {"space": space, "per_seed": per_seed, "problems": problems, "variance": variance,
             "checks": checks, "nft": nft}  # fmt: skip
 
 
-def _summ(per_seed, name, key, resamples):
-    return stats.summarize([s[name][key] for s in per_seed], num_resamples=resamples)
-
-
 def report(args, out: dict, record: dict) -> study.Report:
-    space, per_seed, problems, checks = (
-        out[k] for k in ("space", "per_seed", "problems", "checks")
-    )
-    nft, seconds = out["nft"], record["seconds"]
+    space, per_seed, problems, checks, nft = (out[k] for k in ("space", "per_seed", "problems",
+                                                               "checks", "nft"))  # fmt: skip
+    seconds = record["seconds"]
     names = list(per_seed[0])
     table = {}
     g_max = args.groups[-1]
     for name in names:
         # intervals for the headline group size; means elsewhere (bootstraps cost 0.1 s each)
         full = name.endswith(f"G={g_max}")
-        table[name] = {
-            key: _summ(per_seed, name, key, args.resamples)
-            if full and key in ("cosine", "rel_error")
-            else {"mean": float(np.mean([s[name][key] for s in per_seed]))}
-            for key in ("cosine", "rel_error", "beta_rev", "beta_fwd", "length_coef", "residual")
-        }
+        values = {key: [s[name][key] for s in per_seed]
+                  for key in ("cosine", "rel_error", "beta_rev", "beta_fwd", "length_coef",
+                              "residual")}  # fmt: skip
+        table[name] = {key: stats.summarize(v, num_resamples=args.resamples)
+                       if full and key in ("cosine", "rel_error") else {"mean": float(np.mean(v))}
+                       for key, v in values.items()}  # fmt: skip
         table[name]["method"] = per_seed[0][name]["method"]
         if table[name]["method"] == "mc":
             table[name]["se_rel_max"] = max(s[name]["se_rel"] for s in per_seed)
-    g_max = args.groups[-1]
     at = lambda place, agg, norm: table[f"{place}|{agg}|{norm}|G={g_max}"]  # noqa: E731
-    unbiased = [
-        n.rsplit("|", 1)[0]
-        for n in names
-        if n.endswith(f"G={g_max}") and table[n]["rel_error"]["mean"] < 1e-3
-    ]
+    unbiased = [n.rsplit("|", 1)[0] for n in names
+                if n.endswith(f"G={g_max}") and table[n]["rel_error"]["mean"] < 1e-3]  # fmt: skip
     n_arms = sum(n.endswith(f"G={g_max}") for n in names)
     best, grpo = at("k1_reward", "seq_sum", "rloo"), at("k3_loss", "seq_mean_token_mean", "std")
     k3 = at("k3_loss", "seq_sum", "rloo")
+    normalized = at("none", "seq_mean_token_mean", "rloo")["cosine"]["mean_ci"]
     findings = {
         "k1_in_reward_unbiased": best["rel_error"]["mean"] < 1e-3,
         "k3_in_loss_has_forward_kl_part": k3["beta_fwd"]["mean"] > 0.2 * args.beta,
-        "length_normalization_tilts_direction": at("none", "seq_mean_token_mean", "rloo")["cosine"][
-            "mean_ci"
-        ][1]
+        "length_normalization_tilts_direction": normalized[1]
         < at("none", "seq_sum", "rloo")["cosine"]["mean_ci"][0],
     }
     verdict_reason = (
@@ -624,18 +500,13 @@ def report(args, out: dict, record: dict) -> study.Report:
     extra = {
         "config": {k: v for k, v in vars(args).items()},
         "num_sequences": int(space["tokens"].shape[0]),
-        "num_params": int(space["num_prefixes"] * VOCAB),
-        "problems": problems,
-        "table": table,
+        "num_params": int(space["num_prefixes"] * VOCAB), "problems": problems, "table": table,
         "variance": {
             a: {str(g): stats.summarize(v, num_resamples=args.resamples) for g, v in d.items()}
             for a, d in out["variance"].items()
         },
-        "check": checks,
-        "findings": findings,
-        "nft_identity": nft,
-        "seconds": seconds,
-    }
+        "check": checks, "findings": findings, "nft_identity": nft, "seconds": seconds,
+    }  # fmt: skip
     lines = [
         f"Setup: {extra['num_sequences']} sequences (3 content tokens + EOS, lengths "
         f"1–{args.max_len}), "
@@ -654,56 +525,34 @@ def report(args, out: dict, record: dict) -> study.Report:
         "says which objective the surrogate ascends; `resid` is the part no such objective "
         "explains.",
         "",
-        "| KL | aggregation | adv | method | cosine | rel. error | β_rev | β_fwd | c_len | resid |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name in names:
-        if not name.endswith(f"G={g_max}"):
-            continue
+
+    def row(name):
         t = table[name]
-        place, agg, norm, _ = name.split("|")
         meth = t["method"] + (f" (SE {t['se_rel_max']:.3f})" if t["method"] == "mc" else "")
-        lines.append(
-            f"| {place} | {agg} | {norm} | {meth} | "
-            f"{stats.format_interval(t['cosine'], digits=4)} | "
-            f"{stats.format_interval(t['rel_error'])} | {t['beta_rev']['mean']:.3f} | "
-            f"{t['beta_fwd']['mean']:.3f} | {t['length_coef']['mean']:.3f} | "
-            f"{t['residual']['mean']:.3f} |"
-        )
+        means = (f"{t[k]['mean']:.3f}" for k in ("beta_rev", "beta_fwd", "length_coef", "residual"))
+        return (*name.split("|")[:3], meth, stats.format_interval(t["cosine"], digits=4),
+                stats.format_interval(t["rel_error"]), *means)  # fmt: skip
+
+    lines += study.md_table(("KL", "aggregation", "adv", "method", "cosine", "rel. error", "β_rev",
+                             "β_fwd", "c_len", "resid"),
+                            (row(n) for n in names if n.endswith(f"G={g_max}")))  # fmt: skip
     lines += ["", "## Group size: relative error of selected surrogates (mean over seeds)", ""]
     sel = [("k1_reward", "seq_sum", n) for n in NORMS] + [
-        ("none", "seq_sum", "std"),
-        ("k3_loss", "seq_mean_token_mean", "std"),
-        ("k3_loss", "token_mean", "std"),
-        ("k1_reward", "token_mean", "rloo"),
-        ("k2_loss", "seq_sum", "rloo"),
-        ("k3_loss", "dr_const", "mean"),
-    ]
-    lines += [
-        "| arm | " + " | ".join(f"G={g}" for g in args.groups) + " |",
-        "|---|" + "---|" * len(args.groups),
-    ]
-    for place, agg, norm in sel:
-        cells = [
-            f"{table[f'{place}|{agg}|{norm}|G={g}']['rel_error']['mean']:.4f}" for g in args.groups
-        ]
-        lines.append(f"| {place}, {agg}, {norm} | " + " | ".join(cells) + " |")
+        ("none", "seq_sum", "std"), ("k3_loss", "seq_mean_token_mean", "std"),
+        ("k3_loss", "token_mean", "std"), ("k1_reward", "token_mean", "rloo"),
+        ("k2_loss", "seq_sum", "rloo"), ("k3_loss", "dr_const", "mean"),
+    ]  # fmt: skip
+    by_g = ("arm", *(f"G={g}" for g in args.groups))
+    rel = lambda p, a, n, g: f"{table[f'{p}|{a}|{n}|G={g}']['rel_error']['mean']:.4f}"  # noqa: E731
+    lines += study.md_table(by_g, ((f"{p}, {a}, {n}", *(rel(p, a, n, g) for g in args.groups))
+                                   for p, a, n in sel))  # fmt: skip
     lines += ["", "## Noise-to-signal of one batch's gradient, tr Cov(ĝ) / ‖E ĝ‖² [95% CI]", ""]
-    lines += [
-        "| arm | " + " | ".join(f"G={g}" for g in args.groups) + " |",
-        "|---|" + "---|" * len(args.groups),
-    ]
-    for arm, d in extra["variance"].items():
-        lines.append(
-            f"| {arm.replace('|', ', ')} | "
-            + " | ".join(stats.format_interval(d[str(g)], digits=2) for g in args.groups)
-            + " |"
-        )
-    lines += [
-        "",
-        f"## Check: Monte Carlo of rljax's batch loss vs the enumeration (seed {args.seed})",
-        "",
-    ]
+    lines += study.md_table(by_g, (
+        (arm.replace("|", ", "), *(stats.format_interval(d[str(g)], digits=2) for g in args.groups))
+        for arm, d in extra["variance"].items()))  # fmt: skip
+    lines += ["", f"## Check: Monte Carlo of rljax's batch loss vs the enumeration "
+              f"(seed {args.seed})", ""]  # fmt: skip
     lines += ["‖MC − exact‖ / ‖SE‖ (about 1 when they agree; SE relative to ‖g‖ in brackets):", ""]
     lines += [f"- {c['arm']}: {c['error_over_se']:.2f} ({c['se_rel']:.4f})" for c in checks]
     g = args.groups[-1]
@@ -718,86 +567,53 @@ def report(args, out: dict, record: dict) -> study.Report:
         f"{nft['grpo_ddof1_max_rel_diff']:.1e}",
         f"- unweighted NFT vs GRPO (ddof=1): cosine {nft['unweighted_vs_grpo_cosine']:.4f}",
     ]
-    arms = {
-        f"{n.rsplit('|', 1)[0].replace('|', ', ')}": table[n]["rel_error"]
-        for n in (
-            f"k1_reward|seq_sum|rloo|G={g_max}",
-            f"k3_loss|seq_mean_token_mean|std|G={g_max}",
-            f"k1_reward|seq_sum|mean|G={g_max}",
-            f"k2_loss|seq_sum|rloo|G={g_max}",
-            f"k3_loss|token_mean|std|G={g_max}",
-            f"k1_loss|seq_sum|rloo|G={g_max}",
-        )
-    }
+    arms = {", ".join(a): at(*a)["rel_error"] for a in REPORTED_ARMS}
     return study.Report(
-        title="Exact estimator audit: which surrogate ascends E[r] − β·KL(π‖π_ref)?",
-        claim=claim,
-        claims=verdicts.from_findings(findings),
-        reason=verdict_reason,
-        arms=arms,
-        metric=f"relative gradient error at G={g_max}",
-        extra=extra,
-        notes=lines,
-        digits=4,
-    )
+        title="Exact estimator audit: which surrogate ascends E[r] − β·KL(π‖π_ref)?", claim=claim,
+        claims=verdicts.from_findings(findings), reason=verdict_reason, arms=arms,
+        metric=f"relative gradient error at G={g_max}", extra=extra, notes=lines, digits=4,
+    )  # fmt: skip
 
 
 def plot(args, _, report: study.Report) -> None:
     table, variance = report.extra["table"], report.extra["variance"]
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     g_max = args.groups[-1]
     rows = [n for n in table if n.endswith(f"G={g_max}")]
-    cos = np.array([table[n]["cosine"]["mean"] for n in rows]).reshape(
-        len(KL_PLACES), len(AGGS) * len(NORMS)
-    )
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
-    im = axes[0].imshow(cos, vmin=min(0.5, cos.min()), vmax=1, cmap="viridis")
-    axes[0].set_yticks(range(len(KL_PLACES)), KL_PLACES)
-    axes[0].set_xticks(
-        range(len(AGGS) * len(NORMS)),
-        [f"{short}/{n}" for short in ("tok", "seq-tok", "dr", "sum") for n in NORMS],
-        rotation=70,
-        fontsize=8,
-    )
-    axes[0].set_title(f"cosine(E[-∇L], ∇J), G={g_max}, mean of {args.seeds} seeds")
-    fig.colorbar(im, ax=axes[0])
-    for arm, d in variance.items():
-        m = [d[str(g)]["mean"] for g in args.groups]
-        lo = [d[str(g)]["mean_ci"][0] for g in args.groups]
-        hi = [d[str(g)]["mean_ci"][1] for g in args.groups]
-        (line,) = axes[1].loglog(args.groups, m, marker="o", label=arm.replace("|", ", "))
-        axes[1].fill_between(args.groups, lo, hi, color=line.get_color(), alpha=0.2)
-    axes[1].set_xlabel("group size G")
-    axes[1].set_ylabel("tr Cov(ĝ) / ‖E ĝ‖²")
-    axes[1].set_title("noise-to-signal of one group's gradient (95% CI over seeds)")
-    axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.workdir, "audit.png"), dpi=110)
-    plt.close(fig)
-    stats.plot_bands(
-        np.log2(args.groups),
-        {
-            arm.replace("|", ", "): np.log10(np.array([d[str(g)]["values"] for g in args.groups]).T)
-            for arm, d in variance.items()
-        },
-        os.path.join(args.workdir, "audit_variance.png"),
-        title="noise-to-signal of one group's gradient (95% CI over seeds)",
-        xlabel="log2 group size G",
-        ylabel="log10 tr Cov(ĝ) / ‖E ĝ‖²",
-    )
+    cos = np.array([table[n]["cosine"]["mean"] for n in rows]).reshape(len(KL_PLACES), -1)
+    path = os.path.join(args.workdir, "audit.png")
+    with study.figure(path, ncols=2, figsize=(14, 5), dpi=110) as (fig, axes):
+        im = axes[0].imshow(cos, vmin=min(0.5, cos.min()), vmax=1, cmap="viridis")
+        axes[0].set_yticks(range(len(KL_PLACES)), KL_PLACES)
+        axes[0].set_xticks(range(len(AGGS) * len(NORMS)),
+                           [f"{a}/{n}" for a in ("tok", "seq-tok", "dr", "sum") for n in NORMS],
+                           rotation=70, fontsize=8)  # fmt: skip
+        axes[0].set_title(f"cosine(E[-∇L], ∇J), G={g_max}, mean of {args.seeds} seeds")
+        fig.colorbar(im, ax=axes[0])
+        for arm, d in variance.items():
+            m = [d[str(g)]["mean"] for g in args.groups]
+            lo, hi = ([d[str(g)]["mean_ci"][i] for g in args.groups] for i in (0, 1))
+            (line,) = axes[1].loglog(args.groups, m, marker="o", label=arm.replace("|", ", "))
+            axes[1].fill_between(args.groups, lo, hi, color=line.get_color(), alpha=0.2)
+        axes[1].set(xlabel="group size G", ylabel="tr Cov(ĝ) / ‖E ĝ‖²")
+        axes[1].set_title("noise-to-signal of one group's gradient (95% CI over seeds)")
+        axes[1].legend(fontsize=7)
+    bands = {arm.replace("|", ", "): np.log10([d[str(g)]["values"] for g in args.groups]).T
+             for arm, d in variance.items()}  # fmt: skip
+    stats.plot_bands(np.log2(args.groups), bands, os.path.join(args.workdir, "audit_variance.png"),
+                     title="noise-to-signal of one group's gradient (95% CI over seeds)",
+                     xlabel="log2 group size G", ylabel="log10 tr Cov(ĝ) / ‖E ĝ‖²")  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/estimator_audit", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=10,
+    plot=plot, check=check, seeds=10,
     quick={"seeds": 3, "mc_groups": 1000, "var_groups": 500},
     low={"seeds": 1, "max_len": 2, "mc_groups": 500, "var_groups": 500},
+    options={
+        "max_len": 5, "beta": 0.1, "ref_scale": 1.0, "shift": (0.7, "std of θ − θ_ref"),
+        "mc_groups": 20000, "var_groups": 4000,
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,7 +1,5 @@
 """Hyperparameter landscape and tuning-seed overfitting (#80, ablation 14) with PPO.
 
-    PYTHONPATH=. nice -n 10 python experiments/hparam_landscape.py                # default
-    PYTHONPATH=. python experiments/hparam_landscape.py --quick                  # smoke test
     PYTHONPATH=. python experiments/hparam_landscape.py --envs=Pendulum-v1      # the third env
 
 Eimer, Lindauer & Raileanu 2023 ("Hyperparameters in Reinforcement Learning and How To Tune
@@ -34,12 +32,8 @@ of the top configuration (overfitting = the drop); per-hyperparameter importance
 of the score explained by that hyperparameter alone (8 quantile bins; bootstrap over
 configurations); the methods' picks on the test seeds.
 
-Writes results.md, results.json and landscape_<env>.png into --workdir.
-
-Measured time of the default (2026-11-24, commit 0d9d45a, one XLA thread pinned to one core of
-the 2-core AMD EPYC): 16 min 16 s wall clock (CartPole 205 s, Acrobot 685 s + re-tests).
-Pendulum (100k steps, 4 epochs x 8 minibatches: see STATIC) is a separate command; its time is
-in docs/value_based.md. ``--quick``: 33 s at load ~7 (2-core CPU, 2026-11-23).
+Plots: landscape_<env>.png. The default took 16 min on one core of the 2-core CPU; Pendulum (100k
+steps, 4 epochs x 8 minibatches: see STATIC) is a separate command (its time: docs/value_based.md).
 """
 
 import sys
@@ -54,22 +48,18 @@ xla_flags.set_flags(cpu_threads=None if "jax" in sys.modules else 1)
 import os  # noqa: E402
 
 import numpy as np  # noqa: E402
-from scipy import stats as scipy_stats  # noqa: E402
 
 from rljax import cli, stats  # noqa: E402
 from rljax.agents import learner, ppo  # noqa: E402
-from rljax.train import arm_store, study  # noqa: E402
+from rljax.train import arm_store, study, study_stats, verdicts  # noqa: E402
 from rljax.train import study_population as _population  # noqa: E402
 
 # name -> (low, high, transform): value = transform(log-uniform draw in [low, high])
 SPACE = {
-    "lr": (1e-4, 1e-2, lambda u: u),
-    "clip_eps": (0.05, 0.5, lambda u: u),
-    "ent_coef": (1e-4, 0.1, lambda u: u),
-    "vf_coef": (0.1, 2.0, lambda u: u),
-    "gamma": (1e-3, 0.1, lambda u: 1.0 - u),
-    "gae_lambda": (0.01, 0.3, lambda u: 1.0 - u),
-}
+    "lr": (1e-4, 1e-2, lambda u: u), "clip_eps": (0.05, 0.5, lambda u: u),
+    "ent_coef": (1e-4, 0.1, lambda u: u), "vf_coef": (0.1, 2.0, lambda u: u),
+    "gamma": (1e-3, 0.1, lambda u: 1.0 - u), "gae_lambda": (0.01, 0.3, lambda u: 1.0 - u),
+}  # fmt: skip
 GRID = {"lr": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), "gamma": (0.9, 0.95, 0.99, 0.999)}
 STEPS = {"CartPole-v1": 100_000, "Acrobot-v1": 100_000, "Pendulum-v1": 100_000}
 DEFAULT_ENVS = "CartPole-v1,Acrobot-v1"
@@ -90,10 +80,6 @@ def sample_configs(n: int, base: dict, seed: int) -> list[dict]:
             point[name] = float(f(np.exp(rng.uniform(np.log(lo), np.log(hi)))))
         out.append(point)
     return out
-
-
-def grid_configs(base: dict) -> list[dict]:
-    return [{**base, "lr": lr, "gamma": g} for lr in GRID["lr"] for g in GRID["gamma"]]
 
 
 def rung_scores(ret, cnt, fractions) -> np.ndarray:
@@ -146,15 +132,11 @@ def importance(configs: list[dict], score: np.ndarray, bins: int = 8, seed: int 
 
 
 def spearman_ci(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
+    """ρ(a, b) and its 95% interval from 1,000 resamples of the pairs."""
     rng = np.random.default_rng(seed)
-    rho = float(scipy_stats.spearmanr(a, b).statistic)
-    boots = []
-    for _ in range(1000):
-        i = rng.integers(0, len(a), len(a))
-        boots.append(scipy_stats.spearmanr(a[i], b[i]).statistic)
-    boots = np.asarray(boots)
-    boots = boots[np.isfinite(boots)]
-    return {"rho": rho, "ci": [float(v) for v in np.quantile(boots, [0.025, 0.975])]}
+    draws = [study_stats.spearman(a[i], b[i])
+             for i in (rng.integers(0, len(a), len(a)) for _ in range(1000))]  # fmt: skip
+    return {"rho": study_stats.spearman(a, b), "ci": study_stats.interval(draws, alpha=0.025)}
 
 
 def run_env(name, n_configs, seeds, test_seeds, steps, seed, log) -> dict:
@@ -162,7 +144,7 @@ def run_env(name, n_configs, seeds, test_seeds, steps, seed, log) -> dict:
     cfg = learner.config_from_dict(ppo.Config, "ppo", {**c.ppo.to_dict(), **STATIC.get(name, {})})
     base = {k: float(v) for k, v in c.hparams.items()}
     pool = sample_configs(n_configs, base, seed)
-    grid = grid_configs(base)
+    grid = [{**base, "lr": lr, "gamma": g} for lr in GRID["lr"] for g in GRID["gamma"]]
     points = pool + grid
     res = _population.train_population(ppo, cfg, name, points, seeds, steps, seed)
     log(f"{name}: {len(points)} configs × {seeds} seeds × {steps} steps: {res['seconds']:.0f} s")
@@ -181,35 +163,23 @@ def run_env(name, n_configs, seeds, test_seeds, steps, seed, log) -> dict:
     }
     top = [int(i) for i in np.argsort(-score[:n_pool])[:5]]
     retest = list(dict.fromkeys(top + list(picks.values())))
-    test = _population.train_population(
-        ppo, cfg, name, [points[i] for i in retest], test_seeds, steps, seed + 10_000
-    )
-    log(
-        f"{name}: re-test {len(retest)} configs × {test_seeds} fresh seeds: {test['seconds']:.0f} s"
-    )
+    test = _population.train_population(ppo, cfg, name, [points[i] for i in retest], test_seeds,
+                                        steps, seed + 10_000)  # fmt: skip
+    log(f"{name}: re-test {len(retest)} configs × {test_seeds} fresh seeds: "
+        f"{test['seconds']:.0f} s")  # fmt: skip
     tf = _population.episode_mean(test["ret"], test["cnt"], slice(int(0.9 * test["updates"]), None))
     tf = np.nan_to_num(tf, nan=np.nanmin(tf)).reshape(len(retest), test_seeds)
     test_of = {i: tf[j] for j, i in enumerate(retest)}
     split = max(1, seeds * 2 // 5)
     return {
-        "points": points,
-        "final": final,
-        "score": score,
-        "n_pool": n_pool,
-        "picks": picks,
-        "top": top,
-        "test": test_of,
-        "seed_split_rho": spearman_ci(
-            final[:n_pool, :split].mean(1), final[:n_pool, split:].mean(1)
-        ),
-        "importance": importance(pool, score[:n_pool]),
-        "seconds": res["seconds"] + test["seconds"],
-        "budget_units": {
-            "grid": len(grid),
-            "random search": len(rs_idx),
-            "successive halving": sh_budget(sh_n),
-        },
-    }
+        "points": points, "final": final, "score": score, "n_pool": n_pool, "picks": picks,
+        "top": top, "test": test_of,
+        "seed_split_rho": spearman_ci(final[:n_pool, :split].mean(1),
+                                      final[:n_pool, split:].mean(1)),
+        "importance": importance(pool, score[:n_pool]), "seconds": res["seconds"] + test["seconds"],
+        "budget_units": {"grid": len(grid), "random search": len(rs_idx),
+                         "successive halving": sh_budget(sh_n)},
+    }  # fmt: skip
 
 
 def claims_for(name, r) -> dict:
@@ -217,33 +187,27 @@ def claims_for(name, r) -> dict:
     out = {}
     best = r["top"][0]
     cmp = stats.compare(r["final"][best], r["test"][best])
+    word = lambda ci: verdicts.WORDS[verdicts.vs_zero(ci)]  # noqa: E731
     out[f"{name}: the top tuning-seed config scores lower on fresh seeds (overfitting)"] = (
-        "holds" if cmp["diff_ci"][0] > 0 else "fails" if cmp["diff_ci"][1] < 0 else "tie",
-        cmp["diff"],
-        cmp["diff_ci"],
-    )
+        word(cmp["diff_ci"]), cmp["diff"], cmp["diff_ci"],
+    )  # fmt: skip
     rho = r["seed_split_rho"]
     out[f"{name}: config ranks differ across tuning-seed sets (Spearman ρ < 0.9)"] = (
-        "holds" if rho["ci"][1] < 0.9 else "fails" if rho["ci"][0] >= 0.9 else "tie",
-        rho["rho"],
+        "holds" if rho["ci"][1] < 0.9 else "fails" if rho["ci"][0] >= 0.9 else "tie", rho["rho"],
         rho["ci"],
-    )
+    )  # fmt: skip
     g = r["test"][r["picks"]["grid"]]
     for m in ("random search", "successive halving"):
         c = stats.compare(r["test"][r["picks"][m]], g)
         out[f"{name}: {m} ≥ grid at equal budget (fresh seeds)"] = (
-            "holds" if c["diff_ci"][0] > 0 else "fails" if c["diff_ci"][1] < 0 else "tie",
-            c["diff"],
-            c["diff_ci"],
-        )
-    imp = r["importance"]
-    matter = [k for k, v in imp.items() if v["ci"][0] > 0.05]
+            word(c["diff_ci"]), c["diff"], c["diff_ci"],
+        )  # fmt: skip
+    matter = [k for k, v in r["importance"].items() if v["ci"][0] > 0.05]
     out[f"{name}: most hyperparameters matter (≥ 4 of 6 explain > 5% of score variance)"] = (
-        "holds" if len(matter) >= 4 else "fails" if len(matter) <= 1 else "tie",
-        float(len(matter)),
+        "holds" if len(matter) >= 4 else "fails" if len(matter) <= 1 else "tie", float(len(matter)),
         [0.0, 6.0],
-    )
-    return out
+    )  # fmt: skip
+    return out  # fmt: skip
 
 
 def report(args, results: dict, record: dict) -> study.Report:
@@ -269,88 +233,53 @@ def report(args, results: dict, record: dict) -> study.Report:
             f"{r['seed_split_rho']['rho']:.2f} [{r['seed_split_rho']['ci'][0]:.2f}, "
             f"{r['seed_split_rho']['ci'][1]:.2f}]",
             "* importance (share of score variance explained, 95% CI): "
-            + ", ".join(
-                f"{k} {v['explained']:.2f} [{v['ci'][0]:.2f}, {v['ci'][1]:.2f}]"
-                for k, v in r["importance"].items()
-            ),
-            "* picks: "
-            + ", ".join(
-                f"{m} → config {i} "
-                + "("
-                + ", ".join(f"{k}={r['points'][i][k]:.3g}" for k in SPACE)
-                + ")"
-                for m, i in r["picks"].items()
-            ),
+            + ", ".join(f"{k} {v['explained']:.2f} [{v['ci'][0]:.2f}, {v['ci'][1]:.2f}]"
+                        for k, v in r["importance"].items()),
+            "* picks: " + ", ".join(
+                f"{m} → config {i} ("
+                + ", ".join(f"{k}={r['points'][i][k]:.3g}" for k in SPACE) + ")"
+                for m, i in r["picks"].items()),
             "",
-        ]
+        ]  # fmt: skip
     notes += study.checked_claims(claims, 2)
     notes += ["", f"Wall time {meta['seconds']:.0f} s ({meta['load']}); steps {meta['steps']}."]
     return study.Report(
         title="Hyperparameter landscape and tuning-seed overfitting (#80, ablation 14)",
-        claim=(
-            "the landscape depends strongly on the tuning seeds (a config tuned on them "
-            "overfits), most hyperparameters matter, and HPO beats grid search at equal "
-            "budget"
-        ),
-        claims=claims,
-        reason=study.tally(claims),
-        arms=arms,
+        claim="the landscape depends strongly on the tuning seeds (a config tuned on them "
+        "overfits), most hyperparameters matter, and HPO beats grid search at equal budget",
+        claims=claims, reason=study.tally(claims), arms=arms, notes=notes, digits=1,
         metric="return (training episodes, last 10%)",
         extra={
-            "claims": {
-                k: {"status": s, "estimate": e, "ci": ci} for k, (s, e, ci) in claims.items()
-            },
+            "claims": {k: {"status": s, "estimate": e, "ci": ci}
+                       for k, (s, e, ci) in claims.items()},
             "envs": {
-                n: {
-                    "picks": r["picks"],
-                    "top": r["top"],
-                    "seed_split_rho": r["seed_split_rho"],
-                    "importance": r["importance"],
-                    "budget_units": r["budget_units"],
-                    "configs": r["points"],
-                    "tuning_scores": r["score"].tolist(),
-                    "seconds": r["seconds"],
-                }
+                n: {"picks": r["picks"], "top": r["top"], "seed_split_rho": r["seed_split_rho"],
+                    "importance": r["importance"], "budget_units": r["budget_units"],
+                    "configs": r["points"], "tuning_scores": r["score"].tolist(),
+                    "seconds": r["seconds"]}
                 for n, r in results.items()
             },
             **meta,
         },
-        notes=notes,
-        digits=1,
-    )
+    )  # fmt: skip
 
 
 def plot(args, results: dict, _) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     for name, r in results.items():
-        n = r["n_pool"]
-        fig, axes = plt.subplots(1, len(SPACE) + 1, figsize=(3.0 * (len(SPACE) + 1), 3.0))
-        for ax, key in zip(axes[:-1], SPACE, strict=True):
-            x = [p[key] for p in r["points"][:n]]
-            ax.scatter(x, r["score"][:n], s=8, alpha=0.7)
-            if key in ("lr", "ent_coef", "clip_eps", "vf_coef"):
-                ax.set_xscale("log")
-            ax.set_xlabel(key)
-            ax.set_title(f"{r['importance'][key]['explained']:.2f} explained", fontsize=8)
-        axes[0].set_ylabel(f"{name} tuning score")
-        split = max(1, r["final"].shape[1] * 2 // 5)
-        axes[-1].scatter(r["final"][:n, :split].mean(1), r["final"][:n, split:].mean(1), s=8)
-        axes[-1].set_xlabel("score, tuning seeds A")
-        axes[-1].set_ylabel("score, tuning seeds B")
-        axes[-1].set_title(f"ρ = {r['seed_split_rho']['rho']:.2f}", fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.workdir, f"landscape_{name}.png"), dpi=100)
-        plt.close(fig)
-
-
-def add_flags(p) -> None:
-    p.add_argument("--envs", default=DEFAULT_ENVS)
-    p.add_argument("--configs", type=int, default=128)
-    p.add_argument("--test_seeds", type=int, default=10)
+        n, path = r["n_pool"], os.path.join(args.workdir, f"landscape_{name}.png")
+        size = (3.0 * (len(SPACE) + 1), 3.0)
+        with study.figure(path, ncols=len(SPACE) + 1, figsize=size, dpi=100) as (_, axes):
+            for ax, key in zip(axes[:-1], SPACE, strict=True):
+                ax.scatter([p[key] for p in r["points"][:n]], r["score"][:n], s=8, alpha=0.7)
+                if key in ("lr", "ent_coef", "clip_eps", "vf_coef"):
+                    ax.set_xscale("log")
+                ax.set_xlabel(key)
+                ax.set_title(f"{r['importance'][key]['explained']:.2f} explained", fontsize=8)
+            axes[0].set_ylabel(f"{name} tuning score")
+            split = max(1, r["final"].shape[1] * 2 // 5)
+            axes[-1].scatter(r["final"][:n, :split].mean(1), r["final"][:n, split:].mean(1), s=8)
+            axes[-1].set(xlabel="score, tuning seeds A", ylabel="score, tuning seeds B")
+            axes[-1].set_title(f"ρ = {r['seed_split_rho']['rho']:.2f}", fontsize=8)
 
 
 def check(args) -> None:
@@ -365,32 +294,25 @@ def _steps(args) -> dict:
 def run(args) -> dict:
     log = lambda s: print(s, flush=True)  # noqa: E731
     n, seeds, test_seeds, steps = args.configs, args.seeds, args.test_seeds, _steps(args)
-    return {  # each environment is kept as it finishes; --resume reuses it
-        e: arm_store.cached(
-            args.workdir,
-            f"env_{e}",
-            {
-                "n": n,
-                "seeds": seeds,
-                "test_seeds": test_seeds,
-                "steps": steps[e],
-                "seed": args.seed,
-            },
+    out = {}
+    for e in args.envs.split(","):  # each environment is kept as it finishes; --resume reuses it
+        settings = {"n": n, "seeds": seeds, "test_seeds": test_seeds, "steps": steps[e],
+                    "seed": args.seed}  # fmt: skip
+        out[e] = arm_store.cached(
+            args.workdir, f"env_{e}", settings,
             lambda e=e: run_env(e, n, seeds, test_seeds, steps[e], args.seed, log),
-            resume=args.resume,
-            log=log,
+            resume=args.resume, log=log,
         )  # fmt: skip
-        for e in args.envs.split(",")
-    }
+    return out
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/hparam_landscape", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=5, steps=0, resume=True,
+    plot=plot, check=check, seeds=5, steps=0, resume=True,
     quick={"envs": "CartPole-v1", "configs": 24, "seeds": 3, "test_seeds": 3, "steps": 8_192},
     low={"configs": 8, "seeds": 2, "test_seeds": 2},
+    options={"envs": DEFAULT_ENVS, "configs": 128, "test_seeds": 10},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

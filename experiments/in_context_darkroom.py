@@ -1,9 +1,5 @@
 """In-context RL in the dark room (#227 DPT): held-out goals found and reused from context.
 
-    PYTHONPATH=. nice -n 10 python experiments/in_context_darkroom.py        # default
-    PYTHONPATH=. python experiments/in_context_darkroom.py --quick           # the test's run
-    PYTHONPATH=. python experiments/in_context_darkroom.py --seed=1000       # second seed set
-
 Lee et al. 2023 ("Supervised Pretraining Can Learn In-Context Reinforcement Learning", #227),
 the dark room of their Section 5: a transformer pretrained only to predict the optimal action at
 a query state from an in-context dataset of a task's transitions, deployed online on goals never
@@ -29,19 +25,17 @@ DPT is also run on tasks with pretraining goals (in-distribution reference).
 
 Claims (``claims``), on held-out goals, per seed the mean over tasks: DPT's return rises from
 the first to the last online episode (last − first > 0); DPT's last-episode return beats the
-random policy's (DPT − uniform > 0). Statuses by ``rljax/train/verdicts.py`` (``vs_zero`` on
-95% stratified-bootstrap intervals over seeds, ``rljax.stats``); the verdict is
-``verdicts.overall`` of the two. DPT's last-episode return as a share of the oracle's and its
-gap to the sweep are reported, not claimed.
+random policy's (DPT − uniform > 0). Statuses by ``verdicts.vs_zero`` on 95% stratified-bootstrap
+intervals over seeds. DPT's last-episode return as a share of the oracle's and its gap to the
+sweep are reported, not claimed.
 
 Not covered here: the paper's 10 x 10 room and its horizon of 100 (CPU budget), its offline
 (fixed-dataset) evaluation, the Dark Room key-door variant, and the comparison with Algorithm
 Distillation.
 
-Writes results.md, results.json and returns.png (return per online episode, mean and 95%
-interval over seeds) to --workdir. Measured (2026-11-28, commit 46d52ef, 2-core AMD EPYC shared
-with other jobs at a load average of about 6): the default took 483 s wall (seeds 0-2) and
-489 s (seeds 1000-1002). Results and their reading: docs/stitching_and_in_context_rl.md.
+Plots: returns.png (return per online episode, mean and 95% interval over seeds). The default takes
+about 8 min on the shared 2-core CPU. Results and their reading:
+docs/stitching_and_in_context_rl.md.
 """
 
 from rljax import xla_flags
@@ -59,6 +53,7 @@ import numpy as np  # noqa: E402
 from rljax import cli, darkroom, stats  # noqa: E402
 from rljax.agents import dpt_darkroom  # noqa: E402
 from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 REFERENCES = ("oracle", "sweep", "uniform")
 DEFAULTS = {"seeds": 3, "updates": 1200, "eval_tasks": 200, "evals": 4, "side": 5, "episodes": 4}
@@ -115,16 +110,12 @@ def claims(returns: dict) -> dict:
     per_ep = {k: v.mean(1) for k, v in returns.items()}  # [S, K]
     rise = stats.summarize(per_ep["dpt"][:, -1] - per_ep["dpt"][:, 0])
     vs_rand = stats.summarize(per_ep["dpt"][:, -1] - per_ep["uniform"][:, -1])
-    return {
-        "dpt_improves_online": {
-            "diff": rise["mean"], "diff_ci": rise["mean_ci"],
-            "status": verdicts.vs_zero(rise["mean_ci"]),
-        },
-        "dpt_beats_random": {
-            "diff": vs_rand["mean"], "diff_ci": vs_rand["mean_ci"],
-            "status": verdicts.vs_zero(vs_rand["mean_ci"]),
-        },
-    }  # fmt: skip
+
+    def part(s: dict) -> dict:  # a difference's summary, with its status
+        ci = s["mean_ci"]
+        return {"diff": s["mean"], "diff_ci": ci, "status": verdicts.vs_zero(ci)}
+
+    return {"dpt_improves_online": part(rise), "dpt_beats_random": part(vs_rand)}
 
 
 def invariants(config, train_goals, heldout, key, num: int = 1024) -> dict:
@@ -155,9 +146,8 @@ def invariants(config, train_goals, heldout, key, num: int = 1024) -> dict:
 
 
 def report(args, out: dict, record: dict) -> study.Report:
-    config, returns, train_returns, curve = (
-        out[k] for k in ("config", "returns", "train", "curve")
-    )
+    config, returns, train_returns, curve = (out[k] for k in ("config", "returns", "train",
+                                                              "curve"))  # fmt: skip
     meta = {k: out[k] for k in ("settings", "heldout_goals", "invariants")} | record
     cl = claims(returns)
     n_boot = study.resamples(args)
@@ -174,6 +164,10 @@ def report(args, out: dict, record: dict) -> study.Report:
     reason = "; ".join(f"{k}: {c['status']} ({iv(c)})" for k, c in cl.items())
     k, h = args.episodes, config.horizon
     inv = meta["invariants"]
+    episode_table = study.md_table(
+        ("policy", *(f"episode {i + 1}" for i in range(k))),
+        ((n, *(f"{v:.2f}" for v in per_ep[n].mean(0)))
+         for n in ("dpt", *REFERENCES, "dpt (pretraining goals)")))  # fmt: skip
     notes = [
         f"Metric: return of online episode {k} (of {k}, {h} steps each) on goals held out from "
         f"pretraining, mean over {args.eval_tasks} tasks per seed (one pretrained transformer "
@@ -182,19 +176,11 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         "**Return per online episode** (held-out goals; mean over seeds):",
         "",
-        "| policy | " + " | ".join(f"episode {i + 1}" for i in range(k)) + " |",
-        "|---|" + "---|" * k,
-        *(
-            f"| {n} | " + " | ".join(f"{v:.2f}" for v in per_ep[n].mean(0)) + " |"
-            for n in ("dpt", *REFERENCES, "dpt (pretraining goals)")
-        ),
+        *episode_table,
         "",
         "**Claims** (95% bootstrap intervals over seeds):",
         "",
-        f"* {CLAIMS['dpt_improves_online']}: **{cl['dpt_improves_online']['status']}**, "
-        f"{iv(cl['dpt_improves_online'])}",
-        f"* {CLAIMS['dpt_beats_random']}: **{cl['dpt_beats_random']['status']}**, "
-        f"{iv(cl['dpt_beats_random'])}",
+        *(f"* {CLAIMS[n]}: **{c['status']}**, {iv(c)}" for n, c in cl.items()),
         "",
         f"Against the oracle (not a claim): DPT's last-episode return is "
         f"{stats.format_interval(share, digits=2)} of the oracle's; DPT − sweep "
@@ -210,26 +196,17 @@ def report(args, out: dict, record: dict) -> study.Report:
     ]
     return study.Report(
         title="In-context RL in the dark room (#227 DPT): held-out goals, online episodes",
-        claim=(
-            "a transformer pretrained to predict the optimal action from in-context data, "
-            "deployed online on goals unseen in pretraining, finds the goal from its own "
-            "episodes: its return rises over a few episodes"
-        ),
-        claims=cl,
-        reason=reason,
-        arms=arms,
-        metric=f"return of episode {k}",
+        claim="a transformer pretrained to predict the optimal action from in-context data, "
+        "deployed online on goals unseen in pretraining, finds the goal from its own "
+        "episodes: its return rises over a few episodes",
+        claims=cl, reason=reason, arms=arms, notes=notes, digits=2, metric=f"return of episode {k}",
         extra={
             "claims": {n: {**c, "text": CLAIMS[n]} for n, c in cl.items()},
-            "share_of_oracle": share,
-            "dpt_minus_sweep": vs_sweep,
+            "share_of_oracle": share, "dpt_minus_sweep": vs_sweep,
             "curves": {n: v.mean(0).tolist() for n, v in per_ep.items()},
-            "pretraining_accuracy_last": [float(v) for v in curve],
-            **meta,
+            "pretraining_accuracy_last": [float(v) for v in curve], **meta,
         },
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, report: study.Report) -> None:
@@ -240,17 +217,6 @@ def plot(args, out: dict, report: study.Report) -> None:
                      title=f"Dark room {config.side}x{config.side}, held-out goals: return per "
                      "online episode (mean, 95% CI)", xlabel="online episode",
                      ylabel="return")  # fmt: skip
-
-
-def add_flags(p) -> None:
-    p.add_argument("--updates", type=int, default=0, help="pretraining updates per model")
-    p.add_argument("--eval-tasks", type=int, default=0, help="held-out tasks per seed")
-    p.add_argument("--evals", type=int, default=0, help="pretraining chunks (progress lines)")
-    p.add_argument("--side", type=int, default=0, help="the grid is side x side (0: 5)")
-    p.add_argument("--horizon", type=int, default=0, help="steps per episode (0: side²)")
-    p.add_argument("--episodes", type=int, default=0, help="online episodes per task (0: 4)")
-    p.add_argument("--context-episodes", type=int, default=2, help="episodes per dataset")
-    p.add_argument("--heldout", type=int, default=5, help="held-out goals per seed")
 
 
 def check(args) -> None:
@@ -275,20 +241,14 @@ def run(args) -> dict:
     state = jax.jit(jax.vmap(lambda k: dpt_darkroom.init(config, k)))(keys)
     chunk = args.updates // args.evals
     train = jax.jit(jax.vmap(lambda g, s: dpt_darkroom.train_chunk(config, g, s, chunk)))
-    curve = []
-    for c in range(args.evals):
-        state, metrics = train(train_goals, state)
-        curve.append(float(np.mean(metrics["accuracy/last"])))
-        print(f"chunk {c + 1}/{args.evals}: action accuracy {curve[-1]:.2f}, "
-              f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+    state, curve = _population.pretrain(train, state, args.evals, "action accuracy", t0,
+                                        train_goals)  # fmt: skip
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    returns, train_returns = evaluate(
-        config, state, tile_goals(heldout, args.eval_tasks),
-        tile_goals(train_goals, args.eval_tasks), eval_keys, args.episodes,
-    )  # fmt: skip
-    print(f"evaluated: {time.perf_counter() - t0:.0f} s; last-episode return "
-          + ", ".join(f"{k} {v[..., -1].mean():.2f}" for k, v in returns.items()),
-          flush=True)  # fmt: skip
+    returns, train_returns = evaluate(config, state, tile_goals(heldout, args.eval_tasks),
+                                      tile_goals(train_goals, args.eval_tasks), eval_keys,
+                                      args.episodes)  # fmt: skip
+    last = {k: v[..., -1].mean() for k, v in returns.items()}
+    _population.log_evaluated(t0, "last-episode return", last)
     settings = {k: getattr(args, k) for k in ("seeds", "updates", "eval_tasks", "evals", "side",
                 "horizon", "episodes", "context_episodes", "heldout", "seed")}  # fmt: skip
     settings["dpt"] = dict(vars(config))
@@ -301,10 +261,18 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/in_context_darkroom", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    plot=plot, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
     low={"seeds": 3, "evals": 1, "eval-tasks": 1},
+    options={
+        "updates": (0, "pretraining updates per model"),
+        "eval-tasks": (0, "held-out tasks per seed"),
+        "evals": (0, "pretraining chunks (progress lines)"),
+        "side": (0, "the grid is side x side (0: 5)"),
+        "horizon": (0, "steps per episode (0: side²)"),
+        "episodes": (0, "online episodes per task (0: 4)"),
+        "context-episodes": (2, "episodes per dataset"), "heldout": (5, "held-out goals per seed"),
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,9 +1,5 @@
 """In-context RL (#227 DPT): a transformer pretrained to predict the best arm, run online.
 
-    PYTHONPATH=. nice -n 10 python experiments/in_context_rl.py          # default
-    PYTHONPATH=. python experiments/in_context_rl.py --quick             # the test's run
-    PYTHONPATH=. python experiments/in_context_rl.py --seed=1000         # second seed set
-
 Lee et al. 2023 ("Supervised Pretraining Can Learn In-Context Reinforcement Learning", #227):
 a transformer pretrained only to predict the optimal action from an in-context dataset of a
 task (the Decision-Pretrained Transformer, DPT), deployed online on new tasks by sampling from
@@ -23,16 +19,15 @@ uniform arms, each with the seed's own randomness on the same tasks; pseudo-regr
 Claims (``claims``): DPT's online regret matches Thompson sampling's (Thompson − DPT regret, a
 non-inferiority rule with margin ``MARGIN`` = 20% of Thompson's mean regret); DPT learns in
 context (its per-pull regret over the first 10% of pulls minus that over the last 10% is > 0).
-Statuses by ``rljax/train/verdicts.py`` (``matches_or_beats``, ``vs_zero``); the verdict is
-``verdicts.overall`` of the two. UCB1 and uniform are reported as references.
+Statuses by ``rljax/train/verdicts.py`` (``matches_or_beats``, ``vs_zero``). UCB1 and uniform
+are reported as references.
 
 Not covered here: the paper's offline (fixed-dataset) setting and #214's meta-RL ablations
 (structure, memory, credit assignment); its dark room is experiments/in_context_darkroom.py.
 
-Writes results.md, results.json and regret.png (cumulative regret over pulls, mean and 95%
-interval over seeds) to --workdir. Measured (2026-11-27, 2-core AMD EPYC shared with other jobs
-at a load average of 20-23): the default took 502 s wall (seeds 0-2). Results and their
-reading: docs/stitching_and_in_context_rl.md.
+Plots: regret.png (cumulative regret over pulls, mean and 95% interval over seeds). The default
+takes about 8 min on the shared 2-core CPU. Results and their reading:
+docs/stitching_and_in_context_rl.md.
 """
 
 from rljax import xla_flags
@@ -50,6 +45,7 @@ import numpy as np  # noqa: E402
 from rljax import bandits, cli, stats  # noqa: E402
 from rljax.agents import dpt  # noqa: E402
 from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study_population as _population  # noqa: E402
 
 BASELINES = ("thompson", "ucb1", "uniform")
 MARGIN_SHARE = 0.2  # DPT "matches" Thompson: regret at most 20% of Thompson's above it
@@ -99,23 +95,19 @@ def claims(regret: dict, horizon: int) -> dict:
     per_pull = regret["dpt"].mean(1)  # [S, T]
     fall = per_pull[:, :edge].mean(1) - per_pull[:, -edge:].mean(1)
     fall_s = stats.summarize(fall)
+    matches = verdicts.matches_or_beats(vs_ts["diff_ci"], margin=margin)
+    falls = verdicts.vs_zero(fall_s["mean_ci"])
     return {
-        "dpt_matches_thompson": {
-            **vs_ts, "margin": margin,
-            "status": verdicts.matches_or_beats(vs_ts["diff_ci"], margin=margin),
-        },
-        "dpt_learns_in_context": {
-            "diff": fall_s["mean"], "diff_ci": fall_s["mean_ci"], "edge_pulls": edge,
-            "status": verdicts.vs_zero(fall_s["mean_ci"]),
-        },
+        "dpt_matches_thompson": {**vs_ts, "margin": margin, "status": matches},
+        "dpt_learns_in_context": {"diff": fall_s["mean"], "diff_ci": fall_s["mean_ci"],
+                                  "edge_pulls": edge, "status": falls},
     }  # fmt: skip
 
 
 def label_leak(config: dpt.Config, key: jax.Array, num: int = 4096) -> float:
     """Share of pretraining datasets whose most-pulled arm is the label (≈ 1/K: no leak)."""
-    tokens, best, _ = bandits.pretraining_batch(
-        key, num, config.num_arms, config.horizon, concentration=config.concentration
-    )
+    tokens, best, _ = bandits.pretraining_batch(key, num, config.num_arms, config.horizon,
+                                                concentration=config.concentration)  # fmt: skip
     pulls = tokens[:, 1:, : config.num_arms].sum(1)
     return float(jnp.mean(jnp.argmax(pulls, -1) == best))
 
@@ -152,24 +144,16 @@ def report(args, out: dict, record: dict) -> study.Report:
     ]
     return study.Report(
         title="In-context RL (#227 DPT): pretrained best-arm predictor vs Thompson sampling",
-        claim=(
-            "a transformer pretrained to predict the optimal action from in-context data, "
-            "deployed online, explores like posterior sampling: its bandit regret is close to "
-            "Thompson sampling's"
-        ),
-        claims=cl,
-        reason=reason,
-        arms=arms,
-        metric="cumulative regret",
+        claim="a transformer pretrained to predict the optimal action from in-context data, "
+        "deployed online, explores like posterior sampling: its bandit regret is close to "
+        "Thompson sampling's",
+        claims=cl, reason=reason, arms=arms, notes=notes, digits=2, metric="cumulative regret",
         extra={
             "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
             "curves": {n: np.cumsum(regret[n].mean(1), -1).mean(0).tolist() for n in names},
-            "pretraining_accuracy_last": [float(v) for v in train_curve],
-            **meta,
+            "pretraining_accuracy_last": [float(v) for v in train_curve], **meta,
         },
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -179,14 +163,6 @@ def plot(args, out: dict, _) -> None:
                      os.path.join(args.workdir, "regret.png"),
                      title=f"Bernoulli bandits, K={config.num_arms}: cumulative regret "
                      "(mean, 95% CI)", xlabel="pull", ylabel="cumulative regret")  # fmt: skip
-
-
-def add_flags(p) -> None:
-    p.add_argument("--updates", type=int, default=0, help="pretraining updates per model")
-    p.add_argument("--eval-tasks", type=int, default=0, help="new tasks for the online test")
-    p.add_argument("--evals", type=int, default=0, help="pretraining chunks (progress lines)")
-    p.add_argument("--arms", type=int, default=5)
-    p.add_argument("--horizon", type=int, default=30)
 
 
 def check(args) -> None:
@@ -204,19 +180,14 @@ def run(args) -> dict:
     state = jax.jit(jax.vmap(lambda k: dpt.init(config, k)))(keys)
     chunk = args.updates // args.evals
     train = jax.jit(jax.vmap(lambda s: dpt.train_chunk(config, s, chunk)))
-    curve = []
-    for c in range(args.evals):
-        state, metrics = train(state)
-        curve.append(float(np.mean(metrics["accuracy/last"])))
-        print(f"chunk {c + 1}/{args.evals}: best-arm accuracy {curve[-1]:.2f}, "
-              f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+    state, curve = _population.pretrain(train, state, args.evals, "best-arm accuracy", t0)
     test_key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 10**6)
     means = bandits.sample_means(test_key, args.eval_tasks, args.arms)
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
     regret = evaluate(config, state, means, eval_keys)
-    print(f"evaluated: {time.perf_counter() - t0:.0f} s; cumulative regret "
-          + ", ".join(f"{k} {v.sum(-1).mean():.2f}" for k, v in regret.items()),
-          flush=True)  # fmt: skip
+    _population.log_evaluated(
+        t0, "cumulative regret", {k: v.sum(-1).mean() for k, v in regret.items()}
+    )
     settings = {k: getattr(args, k) for k in ("seeds", "updates", "eval_tasks", "evals", "arms",
                 "horizon", "seed")}  # fmt: skip
     settings["dpt"] = {k: v for k, v in vars(config).items()}
@@ -227,10 +198,14 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/in_context_rl", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    plot=plot, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
     low={"seeds": 3, "evals": 1, "eval-tasks": 1},
+    options={
+        "updates": (0, "pretraining updates per model"),
+        "eval-tasks": (0, "new tasks for the online test"),
+        "evals": (0, "pretraining chunks (progress lines)"), "arms": 5, "horizon": 30,
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

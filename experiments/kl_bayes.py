@@ -1,8 +1,5 @@
 """KL-regularized RL is Bayesian inference, shown exactly on a tabular sequence model.
 
-    PYTHONPATH=. python experiments/kl_bayes.py --workdir runs/kl_bayes
-    PYTHONPATH=. python experiments/kl_bayes.py --workdir /tmp/kl_bayes --quick
-
 Every sequence of length L = 6 over V = 4 tokens is enumerated (4,096 of them), so the target
 ``π*(x) = π0(x) exp(r(x)/β) / Z`` and every policy's divergences, entropy, reward and coverage are
 exact; only the training gradients are sampled. Korbak, Perez & Buckley 2022, "RL with KL
@@ -31,12 +28,10 @@ RLG arms, w ∈ {0.5, 2}, target π*_{β/w}:
   retrain_w           k1_in_reward retrained from π0 at β/w.
 
 Metrics per arm: KL(π‖π*) (the objective), KL(π*‖π) (mass covering), E_π[r], entropy, and the
-coverage of the high-reward set H = {x : r(x) ≥ 5/6} (19 sequences): the expected share of H seen
-at least once in 256 samples, ``mean_{x∈H} 1 − (1 − π(x))^256`` (π*'s value is printed).
-Over 10 seeds (random prior π0 and sampling), 95% bootstrap intervals (rljax.stats).
-Measured on the shared 2-core CPU under a load average of ~11 (other jobs running): default
-3 min 22 s wall, 78 s of CPU; --quick 75 s wall, 25 s of CPU.
-Writes results.md, results.json and kl_bayes.png into --workdir.
+coverage of the high-reward set H = {x : r(x) ≥ 5/6} (19 sequences): the expected share of H seen at
+least once in 256 samples, ``mean_{x∈H} 1 − (1 − π(x))^256`` (π*'s value is printed). Over 10 seeds
+(random prior π0 and sampling), 95% bootstrap intervals (rljax.stats). The default takes about 3.5
+min on the shared 2-core CPU. Plots: kl_bayes.png.
 """
 
 from rljax import xla_flags
@@ -57,15 +52,8 @@ from rljax import cli, returns, stats  # noqa: E402
 from rljax.losses import kl, policy_gradient, reduce  # noqa: E402
 from rljax.train import study, verdicts  # noqa: E402
 
-METHODS = (
-    "no_kl",
-    "k1_in_loss",
-    "k1_in_reward",
-    "k2_in_loss",
-    "k3_in_reward+loss",
-    "k3_in_loss_token",
-    "forward_kl_dm",
-)
+METHODS = ("no_kl", "k1_in_loss", "k1_in_reward", "k2_in_loss", "k3_in_reward+loss",
+           "k3_in_loss_token", "forward_kl_dm")  # fmt: skip
 QUICK_METHODS = ("no_kl", "k1_in_reward", "k3_in_loss_token", "forward_kl_dm")
 BEST_OF = (4, 16, 64)
 FLOOR_FACTOR = 3.0  # "reaches π*": KL within this factor of the floor (see ``write``)
@@ -86,11 +74,8 @@ def make_space(vocab: int, length: int):
     target = np.arange(length) % vocab  # the unique best sequence 0, 1, 2, 3, 0, ...
     reward = (seqs == target).mean(axis=1)
     return (
-        jnp.asarray(seqs),
-        jnp.asarray(prefix_idx),
-        jnp.asarray(reward, jnp.float32),
-        len(prefixes),
-    )
+        jnp.asarray(seqs), jnp.asarray(prefix_idx), jnp.asarray(reward, jnp.float32), len(prefixes),
+    )  # fmt: skip
 
 
 def make_prior(seed: int, num_prefixes: int, vocab: int, prior_scale: float):
@@ -115,11 +100,10 @@ def seq_metrics(seq_lp, target_lp, reward):
     seen = 1.0 - jnp.exp(COVERAGE_SAMPLES * jnp.log1p(-jnp.minimum(p, 1.0 - 1e-7)))
     return {
         "kl_to_target": jnp.sum(jnp.where(p > 0, p * (seq_lp - target_lp), 0.0)),
-        "kl_from_target": jnp.sum(q * (target_lp - seq_lp)),
-        "reward": p @ reward,
+        "kl_from_target": jnp.sum(q * (target_lp - seq_lp)), "reward": p @ reward,
         "entropy": -jnp.sum(jnp.where(p > 0, p * seq_lp, 0.0)),
         "coverage": jnp.sum(seen * high) / jnp.sum(high),
-    }
+    }  # fmt: skip
 
 
 def sample_batch(key, logits, vocab: int, length: int, batch: int):
@@ -228,28 +212,14 @@ def token_mixture_logp(prior_logits, logits, w, seqs, prefix_idx):
     return token_logps(mixed, seqs, prefix_idx).sum(-1)
 
 
-def add_flags(p) -> None:
-    p.add_argument("--vocab", type=int, default=4)
-    p.add_argument("--length", type=int, default=6)
-    p.add_argument("--beta", type=float, default=0.25)
-    p.add_argument("--prior_scale", type=float, default=1.0)
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--methods", default=None, help="comma-separated subset (default: all)")
-
-
 def check(args) -> None:
-    if args.methods is None:
+    if not args.methods:
         args.methods = ",".join(QUICK_METHODS if args.quick else METHODS)
     methods = [m for m in args.methods.split(",") if m]
     bad = [m for m in methods if m not in METHODS]
     if bad or not methods:
-        raise cli.ConfigError(
-            f"--methods has unknown {bad or 'nothing'}; allowed: {','.join(METHODS)}"
-        )
-    if args.vocab < 2:
-        raise cli.ConfigError(f"--vocab={args.vocab} is invalid; allowed: >= 2 (one token has no "
-                              "choice)")  # fmt: skip
+        raise cli.ConfigError(f"--methods has unknown {bad or 'nothing'}; allowed: "
+                              f"{','.join(METHODS)}")  # fmt: skip
     for name, low in (("lr", "> 0"), ("beta", "> 0"), ("prior_scale", ">= 0")):
         value = getattr(args, name)
         if not (math.isfinite(value) and (value > 0 if low == "> 0" else value >= 0)):
@@ -263,12 +233,8 @@ def run(args) -> dict:
     if "k1_in_reward" not in methods:
         methods.append("k1_in_reward")  # the RLG arms mix it
     seqs, prefix_idx, reward, num_prefixes = make_space(args.vocab, args.length)
-    priors = jnp.stack(
-        [
-            make_prior(args.seed + s, num_prefixes, args.vocab, args.prior_scale)
-            for s in range(args.seeds)
-        ]
-    )
+    priors = jnp.stack([make_prior(args.seed + s, num_prefixes, args.vocab, args.prior_scale)
+                        for s in range(args.seeds)])  # fmt: skip
     keys = jax.random.split(jax.random.key(args.seed), args.seeds)
     prior_lp = jax.vmap(lambda p: token_logps(p, seqs, prefix_idx).sum(-1))(priors)  # [K, S]
     target = {b: jax.vmap(lambda lp, b=b: target_logp(lp, reward, b))(prior_lp) for b in
@@ -290,8 +256,7 @@ def run(args) -> dict:
         bon = jax.vmap(lambda lp, n=n: best_of_n_logp(lp, reward, n))(prior_lp)
         results[f"best_of_{n}"] = metrics(bon, target[args.beta], reward)
         rs = jax.vmap(lambda lp, t, n=n: rejection_logp(lp, t, reward, args.beta, n))(
-            prior_lp, target[args.beta]
-        )
+            prior_lp, target[args.beta])  # fmt: skip
         results[f"rejection_{n}"] = metrics(rs, target[args.beta], reward)
     rl = trained["k1_in_reward"]
     rl_lp = policy_lp(rl)
@@ -300,13 +265,11 @@ def run(args) -> dict:
         seq_mix = jax.nn.log_softmax((1 - w) * prior_lp + w * rl_lp, axis=-1)
         results[f"rlg_seq_w={w}"] = metrics(seq_mix, t_w, reward)
         tok_mix = jax.vmap(lambda p, q, w=w: token_mixture_logp(p, q, w, seqs, prefix_idx))(
-            priors, rl
-        )
+            priors, rl)  # fmt: skip
         results[f"rlg_token_w={w}"] = metrics(tok_mix, t_w, reward)
         t0 = time.perf_counter()
         logits, _ = make_train("k1_in_reward", seqs, prefix_idx, reward, args, args.beta / w)(
-            priors, keys
-        )
+            priors, keys)  # fmt: skip
         times[f"retrain_w={w}"] = time.perf_counter() - t0
         results[f"retrain_w={w}"] = metrics(policy_lp(logits), t_w, reward)
         results[f"exact π*_β/w, w={w}"] = metrics(t_w, t_w, reward)
@@ -317,10 +280,8 @@ def run(args) -> dict:
 def report(args, out: dict, record: dict) -> study.Report:
     results, times, seconds = out["results"], out["times"], record["seconds"]
     resamples = study.resamples(args, 200)
-    summ = {
-        m: {k: stats.summarize(v, num_resamples=resamples) for k, v in r.items()}
-        for m, r in results.items()
-    }
+    summ = {m: {k: stats.summarize(v, num_resamples=resamples) for k, v in r.items()}
+            for m, r in results.items()}  # fmt: skip
     keys = ("kl_to_target", "kl_from_target", "reward", "entropy", "coverage")
     mean = lambda m, k: summ[m][k]["mean"]  # noqa: E731
     hi = lambda m, k: summ[m][k]["mean_ci"][1]  # noqa: E731
@@ -330,26 +291,21 @@ def report(args, out: dict, record: dict) -> study.Report:
     # it; the floor itself must close all but REACH_SHARE of the prior's distance KL(π0‖π*).
     floor = hi("k1_in_reward", "kl_to_target")
     prior_kl = mean("prior π0", "kl_to_target")
-    findings = {
+    findings = {  # None: the method did not run (--methods)
         "no_kl_collapses": mean("no_kl", "entropy") < 0.25 * target_entropy
-        if "no_kl" in summ
-        else None,
+        if "no_kl" in summ else None,
         "kl_in_reward_reaches_target": floor < REACH_SHARE * prior_kl,
-        "k3_token_misses_target": (
-            summ["k3_in_loss_token"]["kl_to_target"]["mean_ci"][0] > FLOOR_FACTOR * floor
-        )
-        if "k3_in_loss_token" in summ
-        else None,
+        "k3_token_misses_target": summ["k3_in_loss_token"]["kl_to_target"]["mean_ci"][0]
+        > FLOOR_FACTOR * floor if "k3_in_loss_token" in summ else None,
         "forward_kl_reaches_target": hi("forward_kl_dm", "kl_to_target") < FLOOR_FACTOR * floor
-        if "forward_kl_dm" in summ
-        else None,
+        if "forward_kl_dm" in summ else None,
         # RLG: the mixture is as close to π*_β/w as retraining at β/w gets (its own floor).
         "rlg_seq_equals_retraining": all(
             hi(f"rlg_seq_w={w}", "kl_to_target")
             < FLOOR_FACTOR * max(hi(f"retrain_w={w}", "kl_to_target"), floor)
             for w in RLG_W
         ),
-    }
+    }  # fmt: skip
     # Rejection sampling's and best-of-N's rows are exact distributions (no sampling), so their
     # ordering in N is a property of the formula, not a finding: printed, not checked.
     fmt = lambda m, k, d=3: stats.format_interval(summ[m][k], digits=d)  # noqa: E731
@@ -376,11 +332,9 @@ def report(args, out: dict, record: dict) -> study.Report:
         f"high-reward set (r ≥ 5/6) seen in {COVERAGE_SAMPLES} samples. RLG / retrain rows are "
         "measured against π*_{β/w}, the others against π*_β. Mean over seeds [95% CI].",
         "",
-        "| arm | KL(π‖π*) | KL(π*‖π) | E_π[r] | entropy | coverage |",
-        "|---|---|---|---|---|---|",
-    ]
-    for m in summ:
-        lines.append(f"| {m} | " + " | ".join(fmt(m, k) for k in keys) + " |")
+        *study.table(summ, [(h, k, 3) for h, k in zip(("KL(π‖π*)", "KL(π*‖π)", "E_π[r]",
+                                                       "entropy", "coverage"), keys, strict=True)]),
+    ]  # fmt: skip
     lines += [
         "",
         "Training seconds (all seeds vmapped): "
@@ -390,38 +344,32 @@ def report(args, out: dict, record: dict) -> study.Report:
     arms = {m: summ[m]["kl_to_target"] for m in summ}
     return study.Report(
         title=f"KL-regularized RL as Bayesian inference (V={args.vocab}, L={args.length})",
-        claim=claim,
+        claim=claim, reason=reason,
         claims=verdicts.from_findings({k: v for k, v in findings.items() if v is not None}),
-        reason=reason,
-        arms=arms,
-        metric="KL(π‖π*) [nats]",
+        arms=arms, metric="KL(π‖π*) [nats]", notes=lines, digits=4,
         extra={"config": vars(args), "summary": summ, "findings": findings, "seconds": seconds},
-        notes=lines,
-        digits=4,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
     curves = out["curves"]
     every = max(1, args.steps // 100)
     x = np.arange(1, curves[next(iter(curves))].shape[1] + 1) * every
-    stats.plot_bands(
-        x,
-        {m: np.log10(np.maximum(c, 1e-6)) for m, c in curves.items()},
-        os.path.join(args.workdir, "kl_bayes.png"),
-        title=f"training toward π* (V={args.vocab}, L={args.length}, {args.seeds} seeds)",
-        xlabel="step",
-        ylabel="log10 KL(π‖π*)",
-    )
+    stats.plot_bands(x, {m: np.log10(np.maximum(c, 1e-6)) for m, c in curves.items()},
+                     os.path.join(args.workdir, "kl_bayes.png"),
+                     title=f"training toward π* (V={args.vocab}, L={args.length}, "
+                     f"{args.seeds} seeds)",
+                     xlabel="step", ylabel="log10 KL(π‖π*)")  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/kl_bayes", run=run, report=report, plot=plot,
-    flags=add_flags, check=check, seeds=10, steps=2000, workdir_flags=("--workdir", "--outdir"),
+    check=check, seeds=10, steps=2000, workdir_flags=("--workdir", "--outdir"),
     quick={"vocab": 3, "length": 4, "seeds": 3, "steps": 200, "batch": 64, "lr": 0.1},
-    low={"length": 1, "steps": 1, "batch": 1, "seeds": 1},
+    low={"vocab": 2, "length": 1, "steps": 1, "batch": 1, "seeds": 1},
+    options={"vocab": 4, "length": 6, "beta": 0.25, "prior_scale": 1.0, "batch": 256, "lr": 0.05,
+             "methods": ("", "comma-separated subset (default: all)")},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

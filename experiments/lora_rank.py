@@ -1,9 +1,5 @@
 """LoRA rank study on the RLVR testbed: ranks 1, 2, 4, 8 and full parameters, one population each.
 
-    python experiments/lora_rank.py                     # arithmetic,fast, 5 seeds, 100 updates
-    python experiments/lora_rank.py --seed=100          # a second seed set
-    python experiments/lora_rank.py --quick             # arithmetic,tiny, 3 seeds, 2 updates
-
 Claim ("LoRA without regret", Schulman & Thinking Machines 2025): policy-gradient RL learns
 so few bits per episode that very low-rank adapters match full-parameter training. Checked here
 as: the held-out pass@1 gain over the SFT base at the best LoRA rank is at least 80% of the
@@ -20,7 +16,7 @@ Verdict rule (per claim, rljax/train/verdicts.py): the 95% interval of mean(gain
 below zero: contradicted; straddling zero: not at this scale. The best rank is the one with the
 highest mean gain (a selection over four ranks, so its claim is optimistic).
 
-Writes results.md, results.json and rank.png to --workdir.
+Plots: rank.png.
 """
 
 from __future__ import annotations
@@ -33,11 +29,7 @@ from rljax import xla_flags
 
 xla_flags.set_flags()
 
-import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 from rljax import machine, stats  # noqa: E402
 from rljax.agents.grpo import presets  # noqa: E402
@@ -78,13 +70,10 @@ def train_arm(run) -> dict:
     base = outcome.base["pass@1"]
     return {
         "gains": [m["pass@1"] - base for m in outcome.learners],
-        "pass@1": [m["pass@1"] for m in outcome.learners],
-        "base_pass@1": base,
-        "rl_seconds": round(summary.run_s, 1),
-        "compile_seconds": round(summary.compile_s, 1),
-        "wall_seconds": round(wall, 1),
-        "generated_tokens_per_s": tokens / max(summary.run_s, 1e-9),
-    }
+        "pass@1": [m["pass@1"] for m in outcome.learners], "base_pass@1": base,
+        "rl_seconds": round(summary.run_s, 1), "compile_seconds": round(summary.compile_s, 1),
+        "wall_seconds": round(wall, 1), "generated_tokens_per_s": tokens / max(summary.run_s, 1e-9),
+    }  # fmt: skip
 
 
 def trained_bytes(run) -> int:
@@ -114,24 +103,20 @@ def claim(lora_gains, full_gains) -> dict:
 
 def plot(args, out: dict, _) -> None:
     arms, path = out["arms"], os.path.join(args.workdir, "rank.png")
-    title = f"LoRA rank vs full ({args.seeds} seeds)"
-    fig, ax = plt.subplots(figsize=(5, 3.5))
     names = list(arms)
-    for i, name in enumerate(names):
-        s = arms[name]["gain"]
-        lo, hi = s["mean_ci"]
-        ax.errorbar(i, s["mean"], yerr=[[s["mean"] - lo], [hi - s["mean"]]], fmt="o", capsize=4)
-        ax.scatter([i] * len(s["values"]), s["values"], s=8, alpha=0.4, color="gray")
-    full = arms["full"]["gain"]["mean"]
-    ax.axhline(SHARE * full, ls="--", color="gray", lw=1, label=f"{SHARE:.0%} of full")
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("held-out pass@1 gain over base")
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with study.figure(path, figsize=(5, 3.5)) as (_, ax):
+        for i, name in enumerate(names):
+            s = arms[name]["gain"]
+            lo, hi = s["mean_ci"]
+            ax.errorbar(i, s["mean"], yerr=[[s["mean"] - lo], [hi - s["mean"]]], fmt="o", capsize=4)
+            ax.scatter([i] * len(s["values"]), s["values"], s=8, alpha=0.4, color="gray")
+        full = arms["full"]["gain"]["mean"]
+        ax.axhline(SHARE * full, ls="--", color="gray", lw=1, label=f"{SHARE:.0%} of full")
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel("held-out pass@1 gain over base")
+        ax.set_title(f"LoRA rank vs full ({args.seeds} seeds)", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
 
 
 def run(args) -> dict:
@@ -165,21 +150,18 @@ def report(args, out: dict, record: dict) -> study.Files:
         "",
         f"{time.strftime('%Y-%m-%d')} | {machine.describe()}",
         "",
-        "| arm | pass@1 gain [95% CI] | share of full gain | generated tokens/s | "
-        "trained bytes per learner | RL s (compile s) |",
-        "|---|---|---|---|---|---|",
     ]
-    for name, a in arms.items():
-        share = a["gain"]["mean"] / full_mean if full_mean else float("nan")
-        lines.append(
-            f"| {name} | {stats.format_interval(a['gain'])} | {share:.0%} | "
-            f"{a['generated_tokens_per_s']:,.0f} | {a['bytes_per_learner']:,} | "
-            f"{a['rl_seconds']:.0f} ({a['compile_seconds']:.0f}) |"
-        )
-    lines += ["", "| claim | LoRA − 0.8 × full [95% CI] | status |", "|---|---|---|"]
-    for name, c in claims.items():
-        lo, hi = c["diff_ci"]
-        lines.append(f"| {name} | {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] | {c['status']} |")
+    share = lambda a: a["gain"]["mean"] / full_mean if full_mean else float("nan")  # noqa: E731
+    lines += study.md_table(
+        ("arm", "pass@1 gain [95% CI]", "share of full gain", "generated tokens/s",
+         "trained bytes per learner", "RL s (compile s)"),
+        ((name, stats.format_interval(a["gain"]), f"{share(a):.0%}",
+          f"{a['generated_tokens_per_s']:,.0f}", f"{a['bytes_per_learner']:,}",
+          f"{a['rl_seconds']:.0f} ({a['compile_seconds']:.0f})")
+         for name, a in arms.items()))  # fmt: skip
+    lines += ["", *study.md_table(("claim", "LoRA − 0.8 × full [95% CI]", "status"), (
+        (name, study.diff_text(c["diff"], c["diff_ci"], 3), c["status"])
+        for name, c in claims.items()))]  # fmt: skip
     lines += ["", f"Verdict: **{verdict}** (rule: module docstring of experiments/lora_rank.py)"]
     return study.Files(
         {
@@ -193,11 +175,9 @@ def report(args, out: dict, record: dict) -> study.Files:
 
 
 STUDY = study.Study(
-    script=__file__, doc=__doc__, workdir=os.path.join("runs", "lora_rank"), run=run,
-    report=report, plot=plot, seeds=5, steps=100, quick=repro.QUICK, low=repro.LOW,
-    flags=repro.flags,
+    script=__file__, doc=__doc__, workdir=os.path.join("runs", "lora_rank"), run=run, report=report,
+    plot=plot, seeds=5, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

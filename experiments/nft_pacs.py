@@ -1,12 +1,9 @@
 """NFT ≡ GRPO on policy (#210), then GRPO, NFT, PACS (#85) and CISPO (#54) trained as one
 population on the RLVR testbed, compared on pass@1 and pass@k up to k = 256.
 
-    PYTHONPATH=. python experiments/nft_pacs.py --workdir runs/nft_pacs
-    PYTHONPATH=. python experiments/nft_pacs.py --workdir /tmp/nft_pacs --quick
-
 Part (i), exact: on random on-policy batches (π_old = π_θ, 64 groups of 8 with 0/1 rewards and
 lengths 1-5) the gradient of rljax's NFT loss is compared with the policy gradient under
-GRPO's and Dr.GRPO's advantages (`estimator_audit.nft_identity_check`). NFT's on-policy
+GRPO's and Dr.GRPO's advantages (`rljax.train.study_checks.nft_identity`). NFT's on-policy
 gradient is −∇log π on positives and r_q/(1 − r_q)·∇log π on negatives (r_q the prompt's
 accuracy): times (1 − r_q) it is Dr.GRPO's −(r_i − r_q)∇log π exactly; GRPO's additionally
 divides by the group std, so the identity needs the per-prompt weight sqrt((1 − r_q)/r_q) with
@@ -15,14 +12,10 @@ ddof = 1. Unweighted, the directions differ whenever prompts' accuracies differ 
 
 Part (ii): the presets `grpo` (k3 KL 0.04 in the loss, sequence-mean aggregation), `nft`, `pacs`
 and `cispo` as named in `rljax.agents.grpo.presets` (2 epochs × 2 minibatches, lr 3e-4), one
-population on
-`configs/grpo.py:arithmetic,fast`; held-out pass@k for k = 1..256 from n = 256 samples on 64
-problems spread over levels 1-2 (unbiased estimator), over seeds.
+population on `configs/grpo.py:arithmetic,fast`; held-out pass@k for k = 1..256 from n = 256
+samples on 64 problems spread over levels 1-2 (unbiased estimator), over seeds.
 
-Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT base cached: default 20.6 min
-wall under a load of 3-5 (test runs alongside), 1079 s CPU (all threads); on the otherwise idle
-machine 10 min 21 s wall, 1049 s CPU, identical results; --quick ~40 s CPU.
-Writes results.md, results.json and pass_at_k.png.
+The default takes about 10 min on the idle 2-core CPU (SFT base cached). Plots: pass_at_k.png.
 """
 
 from rljax import xla_flags
@@ -31,9 +24,7 @@ xla_flags.set_flags()
 
 import os  # noqa: E402
 
-import estimator_audit  # noqa: E402  (its nft_identity_check)
-
-from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study, study_checks, verdicts  # noqa: E402
 from rljax.train import study_lm as repro  # noqa: E402
 
 PRESETS = ("grpo", "nft", "pacs", "cispo")
@@ -41,7 +32,7 @@ PRESETS = ("grpo", "nft", "pacs", "cispo")
 
 def identity(seeds: int) -> dict:
     """Part (i) over `seeds` random batches: the largest relative differences and cosines."""
-    checks = [estimator_audit.nft_identity_check(seed=s) for s in range(seeds)]
+    checks = [study_checks.nft_identity(seed=s) for s in range(seeds)]
     return {k: [c[k] for c in checks] for k in checks[0]}
 
 
@@ -105,41 +96,25 @@ def report(args, result: dict, record: dict) -> study.Report:
         f"({base['num_problems']} held-out problems, n = {n}).",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decide(arms, exact, n),
-        rows,
+        args, result, record, decide(arms, exact, n), rows,
         title="NFT ≡ GRPO (#210); GRPO vs NFT vs PACS (#85) vs CISPO (#54)",
         claim="On policy NFT's gradient is GRPO's up to the normalization; trained, PACS has "
-        "the better pass@256.",
-        headline=f"pass@{n}",
-        metric=f"held-out pass@{n}",
-        context=context,
+        "the better pass@256.", headline=f"pass@{n}", metric=f"held-out pass@{n}", context=context,
         extra={"identity": exact, "base": {k: v for k, v in base.items() if k != "pass_at_k"}},
-    )
+    )  # fmt: skip
 
 
 def plot(args, result: dict, _) -> None:
     n = 4 if args.quick else 256
-    repro.plot_pass_at_k(
-        result["arms"],
-        os.path.join(args.workdir, "pass_at_k.png"),
-        f"GRPO, NFT, PACS, CISPO: held-out pass@k (n = {n})",
-    )
-
-
-def add_flags(p) -> None:
-    repro.flags(p)
-    p.add_argument("--identity_batches", type=int, default=10, help="random batches, (i)")
+    repro.plot_pass_at_k(result["arms"], os.path.join(args.workdir, "pass_at_k.png"),
+                         f"GRPO, NFT, PACS, CISPO: held-out pass@k (n = {n})")  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/nft_pacs", run=run, report=report, plot=plot,
     seeds=5, steps=100, quick=repro.QUICK, low={**repro.LOW, "identity_batches": 3},
-    flags=add_flags,
+    flags=repro.flags, options={"identity_batches": (10, "random batches, (i)")},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

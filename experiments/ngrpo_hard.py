@@ -1,9 +1,6 @@
 """NGRPO (#93 in PAPERS.md) on a hard split where most groups are all wrong: advantage calibration
 × asymmetric clip, against GRPO and DAPO's dynamic sampling, as populations on the RLVR testbed.
 
-    PYTHONPATH=. python experiments/ngrpo_hard.py --workdir runs/ngrpo_hard
-    PYTHONPATH=. python experiments/ngrpo_hard.py --workdir /tmp/ngrpo --quick
-
 The base is the testbed model (`configs/grpo.py:arithmetic,fast`: 2 layers, d 64) SFT-trained on
 all three arithmetic levels (1,200 steps, sloppy traces); RL trains and evaluates on level 3 only
 (``min_level=3``), where the base solves about one problem in ten, so many groups of 8 samples
@@ -18,9 +15,8 @@ Metrics per arm over seeds: held-out level-3 pass@1 and pass@16 (the 100 level-3
 groups whose advantages are all zero, the share of all-wrong/all-right (zero-variance) groups, and
 the training entropy (mean over the last 20% of updates).
 
-Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT base cached: default 17.9 min
-wall under a load of ~5 (other jobs running), 787 s CPU (all threads); --quick ~30 s. Writes
-results.md, results.json, hard_accuracy.png, zero_adv.png and entropy.png.
+The default took 18 min on the shared 2-core CPU (SFT base cached). Plots: hard_accuracy.png,
+zero_adv.png and entropy.png.
 """
 
 from rljax import xla_flags
@@ -98,19 +94,16 @@ def decide(arms: dict) -> dict:
 def plot(args, result: dict, _) -> None:
     updates, arms, workdir = result["updates"], result["arms"], args.workdir
     chunk = 1 if args.quick else CHUNK
-    repro.plot_curve(
-        arms, updates, "pass@1/mean", os.path.join(workdir, "hard_accuracy.png"),
-        title="NGRPO on the hard split: quick level-3 pass@1",
-        ylabel="pass@1 (level-3 held-out problems)", at=repro.chunk_ends(updates, chunk),
-    )  # fmt: skip
+    repro.plot_curve(arms, updates, "pass@1/mean", os.path.join(workdir, "hard_accuracy.png"),
+                     title="NGRPO on the hard split: quick level-3 pass@1",
+                     ylabel="pass@1 (level-3 held-out problems)",
+                     at=repro.chunk_ends(updates, chunk))  # fmt: skip
     for key, name, label in (
         ("groups/zero_adv_frac", "zero_adv.png", "share of trained groups with A = 0"),
         ("entropy", "entropy.png", "mean token entropy (nats)"),
     ):
-        repro.plot_curve(
-            arms, updates, key, os.path.join(workdir, name),
-            title=f"NGRPO on the hard split: {label}", ylabel=label,
-        )  # fmt: skip
+        repro.plot_curve(arms, updates, key, os.path.join(workdir, name),
+                         title=f"NGRPO on the hard split: {label}", ylabel=label)  # fmt: skip
 
 
 def run(args) -> dict:
@@ -124,13 +117,12 @@ def report(args, result: dict, record: dict) -> study.Report:
     rows = repro.summaries(
         arms,
         {
-            "hard pass@1": lambda a: repro.final(a, "pass@1"),
-            f"hard pass@{n}": lambda a: repro.final(a, f"pass@{n}"),
-            "zero-adv share": lambda a: repro.late(a, "groups/zero_adv_frac", fraction=1.0),
-            "zero-var share": lambda a: repro.late(a, "groups/zero_var_frac", fraction=1.0),
-            "entropy": lambda a: repro.late(a, "entropy"),
+            "hard pass@1": repro.at("pass@1"), f"hard pass@{n}": repro.at(f"pass@{n}"),
+            "zero-adv share": repro.late_of("groups/zero_adv_frac", 1.0),
+            "zero-var share": repro.late_of("groups/zero_var_frac", 1.0),
+            "entropy": repro.late_of("entropy"),
         },
-    )
+    )  # fmt: skip
     base = next(iter(arms.values()))["base"]
     context = [
         f"Base on the hard split: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f}."
@@ -138,26 +130,19 @@ def report(args, result: dict, record: dict) -> study.Report:
         "zero-advantage share are over the groups it keeps (those with mixed rewards).",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decide(arms),
-        rows,
+        args, result, record, decide(arms), rows,
         title="NGRPO (#93): advantage calibration × asymmetric clip on a hard split",
         claim="Calibrating advantages with a virtual max-reward sample lets all-wrong groups "
         "teach; with an asymmetric clip NGRPO beats GRPO and DAPO on hard problems.",
-        headline="hard pass@1",
-        metric="held-out level-3 pass@1",
-        context=context,
+        headline="hard pass@1", metric="held-out level-3 pass@1", context=context,
         extra={"base": base},
-    )
+    )  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/ngrpo_hard", run=run, report=report, plot=plot,
     seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,8 +1,5 @@
 """Offline data quality (#217, #203; ablation 13): which dataset lets which offline learner work.
 
-    PYTHONPATH=. nice -n 10 python experiments/offline_data_quality.py            # default
-    PYTHONPATH=. python experiments/offline_data_quality.py --quick              # < 1 min idle
-
 Schweighofer et al. 2022 ("A Dataset Perspective on Offline RL", #217) measure a dataset by its
 trajectory quality TQ (normalized mean episode return: exploitation) and its state-action
 coverage SACo (normalized count of distinct state-action pairs: exploration), and find that
@@ -44,14 +41,10 @@ Spearman ρ of normalized return against TQ and against SACo across the 15 (env,
 cells, with a 95% interval from a bootstrap that resamples cells and seeds within cells. The
 verdict is computed from four claims (see ``claims``).
 
-Writes results.md, results.json, quality_coverage.png (normalized return over (TQ, SACo) per
-learner) and curves_<env>_mixed.png (uniform vs return-weighted on the mixed data) to --workdir.
-
-Measured time (2-core CPU shared with other jobs): the default,
-``PYTHONPATH=. nice -n 10 python experiments/offline_data_quality.py``, took 799 s (13 min 19 s)
-wall clock at load average 5-6 (earlier runs: 807 s and 921 s at load 6-8); ``--quick`` 55 s
-wall at load 3-4. results.md repeats the wall time, load and command of the run that wrote it.
-Design: docs/value_based.md; claims, figures and verdicts: docs/reproductions.md.
+Plots: quality_coverage.png (normalized return over (TQ, SACo) per learner) and
+curves_<env>_mixed.png (uniform vs return-weighted on the mixed data). The default took 13 min 19 s
+on the shared 2-core CPU; results.md records the time of its run. Design: docs/value_based.md;
+claims, figures and verdicts: docs/reproductions.md.
 """
 
 from rljax import xla_flags
@@ -59,20 +52,19 @@ from rljax import xla_flags
 xla_flags.set_flags()
 
 import dataclasses  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from scipy import stats as scipy_stats  # noqa: E402
 
 from rljax import cli, envs, offline_data, stats  # noqa: E402
 from rljax.agents import dqn, learner, offline  # noqa: E402
 from rljax.envs import rollouts  # noqa: E402
-from rljax.train import population, study  # noqa: E402
+from rljax.train import population, study, study_stats  # noqa: E402
 from rljax.train import study_population as _population  # noqa: E402
+from rljax.train.study_stats import spearman  # noqa: E402
 
 ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 DATASETS = ("random", "expert", "noisy", "replay", "mixed")
@@ -91,30 +83,18 @@ CLAIMS = {
         "BCQ and CRR: higher normalized return on cells with TQ and SACo both above their "
         "medians than on the other cells"
     ),
-    "bc_competitive_high_tq": (
-        "BC is not below the best other learner on high-TQ cells (TQ ≥ 0.75)"
-    ),
+    "bc_competitive_high_tq": "BC is not below the best other learner on high-TQ cells (TQ ≥ 0.75)",
     "rw_helps_mixed": "return-weighted sampling raises normalized return on the mixed datasets",
 }
 
 
 # ---------------------------------------------------------------------------- data
-
-
 def _online_dqn(env_name: str, steps: int, seed: int) -> tuple:
     """Online DQN (2 seeds); returns (expert params or None, its config, replay Transition
     [T, B], per-seed greedy returns)."""
     c = study.config(__file__, "dqn", env_name)
-    config = learner.config_from_dict(dqn.Config, "dqn", c.dqn.to_dict())
-    hp = {k: float(v) for k, v in c.hparams.items()}
-    hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
-    n = config.num_envs
-    config = dataclasses.replace(
-        config,
-        buffer_size=steps // n * n,
-        learning_starts=max(config.batch_size, min(config.learning_starts, steps // 10)),
-        target_update_every=max(n, min(config.target_update_every, steps // 20) // n * n),
-    )
+    n = c.dqn.num_envs  # the buffer holds the whole run
+    config, hp = _population.dqn_for_budget(c, steps, buffer_size=steps // n * n)
     res = _population.train_population(dqn, config, env_name, [hp], 2, steps, seed)
     env = envs.make(env_name)
     config = res["config"]
@@ -175,31 +155,24 @@ def build_datasets(env_name: str, size: int, online_steps: int, seed: int, log) 
         return jnp.where(explore, uniform(o, action_key), greedy(o))
 
     keys = jax.random.split(jax.random.PRNGKey(seed + 11), 4)
-    eps = {
-        "random": _collect(env, uniform, keys[0], size),
-        "expert": _collect(env, lambda o, k: greedy(o), keys[1], size),
-        "noisy": _collect(env, noisy, keys[2], size),
-    }
+    eps = {"random": _collect(env, uniform, keys[0], size),
+           "expert": _collect(env, lambda o, k: greedy(o), keys[1], size),
+           "noisy": _collect(env, noisy, keys[2], size)}  # fmt: skip
     n_exp = int(size * MIXED_EXPERT_SHARE)
     data = {k: offline_data.from_episodes(v, size) for k, v in eps.items()}
     replay_eps = offline_data.episodes(replay)
     if not replay_eps:
-        raise ValueError(
-            f"--online-steps={online_steps} leaves no complete {env_name} episode in the online "
-            f"run; allowed: enough steps for 10 environments to finish an episode"
-        )
+        raise ValueError(f"--online-steps={online_steps} leaves no complete {env_name} episode "
+                         "in the online run; allowed: enough steps for 10 environments to finish "
+                         "an episode")  # fmt: skip
     rng = np.random.default_rng(seed)
     pooled = offline_data.from_episodes(replay_eps, sum(len(e["reward"]) for e in replay_eps))
     pick = np.sort(rng.choice(pooled.reward.shape[0], size, replace=False))
     data["replay"] = jax.tree.map(lambda x: x[pick], pooled)._replace(
         cdf=jnp.asarray(np.arange(1, size + 1) / size, jnp.float32)
     )
-    data["mixed"] = offline_data.concat(
-        [
-            offline_data.from_episodes(eps["random"], size - n_exp),
-            offline_data.from_episodes(eps["expert"], n_exp),
-        ]
-    )
+    parts = [(eps["random"], size - n_exp), (eps["expert"], n_exp)]
+    data["mixed"] = offline_data.concat([offline_data.from_episodes(e, n) for e, n in parts])
     returns = {k: _returns_in(v, size) for k, v in eps.items()}
     returns["replay"] = [e["return"] for e in replay_eps]  # the data is a uniform subset of it
     returns["mixed"] = _returns_in(eps["random"], size - n_exp) + _returns_in(eps["expert"], n_exp)
@@ -215,25 +188,20 @@ def build_datasets(env_name: str, size: int, online_steps: int, seed: int, log) 
 def measure(built: dict, bins: int) -> None:
     """Adds TQ, coverage and SACo of every dataset to ``built["datasets"]`` (in place)."""
     data = built["data"]
-    edges = offline_data.grid_edges(
-        np.concatenate([np.asarray(d.obs) for d in data.values()]), bins
-    )
+    edges = offline_data.grid_edges(np.concatenate([np.asarray(d.obs) for d in data.values()]),
+                                    bins)  # fmt: skip
     cells = {k: offline_data.state_action_cells(d.obs, d.action, edges) for k, d in data.items()}
     union = len(set().union(*cells.values()))
     for k in data:
         g = built["episode_returns"][k]
         built["datasets"][k] = {
             "tq": offline_data.trajectory_quality(g, built["r_random"], built["r_expert"]),
-            "cells": len(cells[k]),
-            "saco": len(cells[k]) / union,
-            "mean_episode_return": float(np.mean(g)),
-            "episodes": len(g),
-        }
+            "cells": len(cells[k]), "saco": len(cells[k]) / union,
+            "mean_episode_return": float(np.mean(g)), "episodes": len(g),
+        }  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- training
-
-
 def train_env(built: dict, algo: str, args, log) -> dict:
     """Every (dataset, sampling) × seed learner of ``algo`` on one environment, one program.
 
@@ -252,10 +220,9 @@ def train_env(built: dict, algo: str, args, log) -> dict:
     config = offline.Config(algo=algo, num_actions=env.num_actions, num_updates=chunk * args.evals)
     offline.validate(config)
     offline.validate_hparams(HPARAMS)
-    spec = population.Spec(
-        offline, config, variants[0], population.grid_hparams(offline, [HPARAMS]),
-        chunk * args.evals, chunk, num_seeds=args.seeds, seed=args.seed, env_as_argument=True,
-    )  # fmt: skip
+    spec = population.Spec(offline, config, variants[0],
+                           population.grid_hparams(offline, [HPARAMS]), chunk * args.evals, chunk,
+                           num_seeds=args.seeds, seed=args.seed, env_as_argument=True)  # fmt: skip
     # One population per variant, all in one program: the pipeline's init and chunk, vmapped
     # over the variants' datasets (the learners' keys and hyperparameters are the spec's).
     init = jax.jit(jax.vmap(lambda d: population.init(dataclasses.replace(spec, env=d))))
@@ -282,53 +249,22 @@ def train_env(built: dict, algo: str, args, log) -> dict:
 
 
 # ---------------------------------------------------------------------------- statistics
-
-
-def spearman(x, y) -> float:
-    """Spearman ρ (average ranks for ties); NaN when either side is constant."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(scipy_stats.spearmanr(x, y).statistic)
-
-
 def rank_correlation(scores: np.ndarray, measure_: np.ndarray, seed: int = 0) -> dict:
-    """ρ(cell-mean score, measure) over cells and its 95% bootstrap interval.
+    """ρ(cell-mean score, measure) over cells and its 95% bootstrap interval (cells resampled, and
+    seeds within cells).
 
     Args:
       scores: ``[C, S]`` per cell (env × dataset) and seed.
       measure_: ``[C]`` (TQ or SACo).
     """
     rng = np.random.default_rng(seed)
-    rho = spearman(scores.mean(1), measure_)
     boots = []
     c, s = scores.shape
     for _ in range(stats.NUM_RESAMPLES):
         cells = rng.integers(0, c, c)
         seeds = rng.integers(0, s, (c, s))
-        r = spearman(scores[cells[:, None], seeds].mean(1), measure_[cells])
-        if np.isfinite(r):
-            boots.append(r)
-    alpha = (1 - stats.CONFIDENCE) / 2
-    ci = np.quantile(boots, [alpha, 1 - alpha]).tolist() if boots else [float("nan")] * 2
-    return {"rho": rho, "ci": ci}
-
-
-def _bootstrap_ci(fn, arrays: list[np.ndarray], seed: int = 0, paired: bool = False) -> list:
-    """95% bootstrap interval of ``fn(*arrays)``; each ``[C, S]`` resampled over seeds within
-    each cell (``paired``: the same seed draw for every array)."""
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(stats.NUM_RESAMPLES):
-        draw = None
-        res = []
-        for a in arrays:
-            if draw is None or not paired:
-                draw = rng.integers(0, a.shape[1], a.shape)
-            res.append(np.take_along_axis(a, draw, 1))
-        boots.append(fn(*res))
-    alpha = (1 - stats.CONFIDENCE) / 2
-    return np.quantile(boots, [alpha, 1 - alpha]).tolist()
+        boots.append(spearman(scores[cells[:, None], seeds].mean(1), measure_[cells]))
+    return {"rho": spearman(scores.mean(1), measure_), "ci": study_stats.interval(boots)}
 
 
 def _status(ci, claim_is_not_worse: bool = False) -> str:
@@ -354,16 +290,14 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
     rhos = {a: rank_correlation(final[(a, "uniform")], saco) for a in ("dqn", "qr_dqn")}
     weaker = min(rhos, key=lambda a: rhos[a]["ci"][0])
     out["dqn_family_needs_saco"] = {
-        "status": _status(rhos[weaker]["ci"]),
-        "estimate": rhos[weaker]["rho"],
-        "ci": rhos[weaker]["ci"],
-        "detail": {a: r for a, r in rhos.items()},
-    }
+        "status": _status(rhos[weaker]["ci"]), "estimate": rhos[weaker]["rho"],
+        "ci": rhos[weaker]["ci"], "detail": {a: r for a, r in rhos.items()},
+    }  # fmt: skip
     high = (tq > np.median(tq)) & (saco > np.median(saco))
     cons = np.concatenate([final[("bcq", "uniform")], final[("crr", "uniform")]], 1)
     if high.any() and (~high).any():
         diff = lambda a: a[high].mean() - a[~high].mean()  # noqa: E731
-        ci = _bootstrap_ci(diff, [cons])
+        ci = study_stats.cell_bootstrap(diff, [cons])
         out["constraint_high_tq_saco"] = {
             "status": _status(ci), "estimate": float(diff(cons)), "ci": ci,
             "detail": {"high_cells": [names[i] for i in np.flatnonzero(high)]},
@@ -376,7 +310,7 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
         def gap(bc, *rest):
             return bc.mean() - max(r.mean() for r in rest)
 
-        ci = _bootstrap_ci(gap, arrays)
+        ci = study_stats.cell_bootstrap(gap, arrays)
         best = max(others, key=lambda a: final[(a, "uniform")][top].mean())
         out["bc_competitive_high_tq"] = {
             "status": _status(ci, claim_is_not_worse=True), "estimate": float(gap(*arrays)),
@@ -386,11 +320,12 @@ def claims(final: dict, tq: np.ndarray, saco: np.ndarray, names: list[str] | Non
     rw = np.concatenate([final[(a, "rw")][mixed] for a in ALGOS], 0)
     un = np.concatenate([final[(a, "uniform")][mixed] for a in ALGOS], 0)
     diff = lambda r, u: (r - u).mean()  # noqa: E731
-    ci = _bootstrap_ci(diff, [rw, un], paired=True)
+    ci = study_stats.cell_bootstrap(diff, [rw, un], paired=True)
     per = {}
     for a in ALGOS:
         r, u = final[(a, "rw")][mixed], final[(a, "uniform")][mixed]
-        per[a] = {"diff": float(diff(r, u)), "ci": _bootstrap_ci(diff, [r, u], paired=True)}
+        ci_a = study_stats.cell_bootstrap(diff, [r, u], paired=True)
+        per[a] = {"diff": float(diff(r, u)), "ci": ci_a}
     out["rw_helps_mixed"] = {
         "status": _status(ci), "estimate": float(diff(rw, un)), "ci": ci, "detail": per,
     }  # fmt: skip
@@ -411,8 +346,6 @@ def reason(cl: dict) -> str:
 
 
 # ---------------------------------------------------------------------------- outputs
-
-
 def _cells(built_all: dict) -> list[tuple[str, str]]:
     return [(e, d) for e in built_all for d in DATASETS]
 
@@ -430,34 +363,28 @@ def finals(built_all: dict, res: dict) -> dict:
 
 def plot_quality_coverage(path: str, cells, tq, saco, final: dict) -> None:
     """Per learner (uniform sampling): the cells at (TQ, SACo), coloured by normalized return."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     markers = {e: m for e, m in zip(ENVS, "os^", strict=True)}
-    fig, axes = plt.subplots(2, 3, figsize=(11, 6.6), sharex=True, sharey=True)
-    for ax, algo in zip(axes.ravel(), ALGOS, strict=True):
-        score = final[(algo, "uniform")].mean(1)
-        for env in dict.fromkeys(e for e, _ in cells):
-            idx = [i for i, (e, _) in enumerate(cells) if e == env]
-            sc = ax.scatter(tq[idx], saco[idx], c=np.clip(score[idx], -0.25, 1.25), cmap="viridis",
-                            vmin=-0.25, vmax=1.25, marker=markers.get(env, "o"), s=70,
-                            edgecolors="k", label=env)  # fmt: skip
-        for i, (_, d) in enumerate(cells):
-            ax.annotate(d[:3], (tq[i], saco[i]), fontsize=6, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
-        ax.set_title(algo)
-        ax.grid(alpha=0.3)
-    for ax in axes[1]:
-        ax.set_xlabel("TQ (trajectory quality)")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("SACo (coverage share)")
-    axes[0, 0].legend(fontsize=7)
-    fig.colorbar(sc, ax=axes, label="normalized return (mean over seeds, clipped)")
-    fig.suptitle("Offline learners (uniform sampling): normalized return over (TQ, SACo)")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    subplots = dict(nrows=2, ncols=3, figsize=(11, 6.6), sharex=True, sharey=True)
+    with study.figure(path, dpi=110, tight=False, **subplots) as (fig, axes):
+        for ax, algo in zip(axes.ravel(), ALGOS, strict=True):
+            score = final[(algo, "uniform")].mean(1)
+            for env in dict.fromkeys(e for e, _ in cells):
+                idx = [i for i, (e, _) in enumerate(cells) if e == env]
+                sc = ax.scatter(tq[idx], saco[idx], c=np.clip(score[idx], -0.25, 1.25),
+                                cmap="viridis", vmin=-0.25, vmax=1.25, marker=markers.get(env, "o"),
+                                s=70, edgecolors="k", label=env)  # fmt: skip
+            for i, (_, d) in enumerate(cells):
+                ax.annotate(d[:3], (tq[i], saco[i]), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points")  # fmt: skip
+            ax.set_title(algo)
+            ax.grid(alpha=0.3)
+        for ax in axes[1]:
+            ax.set_xlabel("TQ (trajectory quality)")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("SACo (coverage share)")
+        axes[0, 0].legend(fontsize=7)
+        fig.colorbar(sc, ax=axes, label="normalized return (mean over seeds, clipped)")
+        fig.suptitle("Offline learners (uniform sampling): normalized return over (TQ, SACo)")
 
 
 def _detail_text(key: str, detail: dict) -> str:
@@ -500,33 +427,26 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         "**Datasets** (R_random / R_expert: mean episode return of the random / expert data).",
         "",
-        "| env · dataset | mean episode return | TQ | (cell, a) pairs | SACo |",
-        "|---|---|---|---|---|",
     ]
-    for e, d in cells:
-        m = built_all[e]["datasets"][d]
-        notes.append(f"| {e} · {d} | {m['mean_episode_return']:.1f} | {m['tq']:.2f} | "
-                     f"{m['cells']} | {m['saco']:.2f} |")  # fmt: skip
+    ds = [(f"{e} · {d}", built_all[e]["datasets"][d]) for e, d in cells]
+    notes += study.md_table(
+        ("env · dataset", "mean episode return", "TQ", "(cell, a) pairs", "SACo"),
+        ((n, f"{m['mean_episode_return']:.1f}", f"{m['tq']:.2f}", m["cells"], f"{m['saco']:.2f}")
+         for n, m in ds))  # fmt: skip
     for s in SAMPLINGS:
-        notes += [
-            "",
-            f"**Normalized return per cell, {s} sampling** (mean [95% CI] over seeds).",
-            "",
-            "| env · dataset | " + " | ".join(ALGOS) + " |",
-            "|---" * (len(ALGOS) + 1) + "|",
-        ]
-        for e, d in cells:
-            row = [f2(per_cell[f"{e} · {d} · {a} · {s}"]) for a in ALGOS]
-            notes.append(f"| {e} · {d} | " + " | ".join(row) + " |")
+        notes += ["", f"**Normalized return per cell, {s} sampling** (mean [95% CI] over seeds).",
+                  ""]  # fmt: skip
+        notes += study.md_table(("env · dataset", *ALGOS), (
+            (f"{e} · {d}", *(f2(per_cell[f"{e} · {d} · {a} · {s}"]) for a in ALGOS))
+            for e, d in cells))  # fmt: skip
     notes += [
         "",
         "**Spearman ρ of normalized return (uniform sampling) against TQ and SACo** over the "
         "15 cells, 95% interval from resampling cells and seeds within cells.",
         "",
-        "| learner | ρ(return, TQ) | ρ(return, SACo) |",
-        "|---|---|---|",
-    ]
-    notes += [f"| {a} | {ci(c['tq'])} | {ci(c['saco'])} |" for a, c in corr.items()]
+        *study.md_table(("learner", "ρ(return, TQ)", "ρ(return, SACo)"),
+                        ((a, ci(c["tq"]), ci(c["saco"])) for a, c in corr.items())),
+    ]  # fmt: skip
     notes += ["", "**Claims checked** (status, estimate [95% CI]):", ""]
     notes += [
         f"* {CLAIMS[k]}: **{c['status']}**, {c['estimate']:+.2f} [{c['ci'][0]:+.2f}, "
@@ -538,48 +458,33 @@ def report(args, out: dict, record: dict) -> study.Report:
         f"DQN greedy returns per seed {np.round(b['online_greedy_returns'], 1).tolist()})"
         for e, b in built_all.items()
     ]
-    notes += [
-        "",
-        "Environments: " + "; ".join(env_lines) + ".",
-        f"Settings: {json.dumps(meta['settings'])}.",
-        f"Wall time: {meta['seconds']:.0f} s ({meta['load']}). Command: `{meta['command']}`.",
-    ]
+    notes += ["", "Environments: " + "; ".join(env_lines) + ".",
+              *study.record_lines(meta["settings"], record)]  # fmt: skip
     return study.Report(
         title="Offline data quality (#217, #203; ablation 13): TQ, SACo and offline learners",
-        claim=(
-            "the DQN family needs high SACo, policy-constraint methods do well with high TQ and "
-            "SACo, BC is competitive at high TQ (#217); return-weighted sampling helps mixed "
-            "datasets (#203)"
-        ),
-        claims=cl,
-        reason=reason(cl),
-        arms=arms,
-        metric="normalized greedy return",
-        extra={
+        claim="the DQN family needs high SACo, policy-constraint methods do well with high TQ and "
+        "SACo, BC is competitive at high TQ (#217); return-weighted sampling helps mixed datasets "
+        "(#203)",
+        claims=cl, reason=reason(cl), arms=arms, metric="normalized greedy return", notes=notes,
+        digits=2, extra={
             "datasets": {
                 e: {k: v for k, v in b.items() if k not in ("data", "episode_returns")}
                 for e, b in built_all.items()
             },  # fmt: skip
-            "per_cell": per_cell,
-            "rank_correlations": corr,
+            "per_cell": per_cell, "rank_correlations": corr,
             "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
             "curves": {  # mean normalized return over seeds after each evaluation
                 "updates": [int(v) for v in x],
                 **{
                     f"{e} · {d} · {a} · {s}": res[(e, a)]["norm"][i * len(SAMPLINGS) + j]
-                    .mean(0)
-                    .tolist()
-                    for e in built_all
-                    for a in ALGOS
-                    for i, d in enumerate(DATASETS)
+                    .mean(0).tolist()
+                    for e in built_all for a in ALGOS for i, d in enumerate(DATASETS)
                     for j, s in enumerate(SAMPLINGS)
                 },
-            },  # fmt: skip
+            },
             **meta,
         },
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, report: study.Report) -> None:
@@ -597,18 +502,6 @@ def plot(args, out: dict, report: study.Report) -> None:
         stats.plot_bands(x, curves, os.path.join(args.workdir, f"curves_{e}_mixed.png"),
                          title=f"{e}, mixed data: return-weighted − uniform (mean, 95% CI)",
                          xlabel="gradient updates", ylabel="Δ normalized return")  # fmt: skip
-
-
-def add_flags(p) -> None:
-    p.add_argument("--envs", default="", help=f"comma-separated of {', '.join(ENVS)} (default: "
-                   "all; --quick: CartPole-v1)")  # fmt: skip
-    p.add_argument("--updates", type=int, default=0, help="gradient updates per learner")
-    p.add_argument("--size", type=int, default=0, help="transitions per dataset")
-    p.add_argument("--online-steps", type=int, default=0, help="env steps of the online DQN")
-    p.add_argument("--evals", type=int, default=0, help="evaluations during training")
-    p.add_argument("--eval-episodes", type=int, default=16)
-    p.add_argument("--bins", type=int, default=10, help="grid bins per state dimension (SACo)")
-    p.add_argument("--rw-temperature", type=float, default=0.1)
 
 
 def check(args) -> None:
@@ -640,11 +533,17 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/offline_data_quality", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    plot=plot, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
     low={"seeds": 3, "evals": 1, "size": 100, "online-steps": 2_000, "eval-episodes": 1,
          "bins": 2},
+    options={
+        "envs": ("", f"comma-separated of {', '.join(ENVS)} (default: all; --quick: CartPole-v1)"),
+        "updates": (0, "gradient updates per learner"), "size": (0, "transitions per dataset"),
+        "online-steps": (0, "env steps of the online DQN"),
+        "evals": (0, "evaluations during training"), "eval-episodes": 16,
+        "bins": (10, "grid bins per state dimension (SACo)"), "rw-temperature": 0.1,
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

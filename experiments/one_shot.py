@@ -1,9 +1,6 @@
 """1-shot RLVR and entropy-only training (#124 in PAPERS.md) on the RLVR testbed: one training
 example, two, or the full set; the entropy bonus; entropy alone with no reward.
 
-    PYTHONPATH=. python experiments/one_shot.py --workdir runs/one_shot
-    PYTHONPATH=. python experiments/one_shot.py --workdir /tmp/one_shot --quick
-
 The testbed (`configs/grpo.py:arithmetic,fast`: levels 1-2, 2 layers, d 64, 1,200 SFT steps on
 sloppy traces), `lite_ppo`'s values (no KL, token mean, 2 epochs × 2 minibatches, lr 3e-4,
 AdamW weight decay 1e-4).
@@ -31,12 +28,8 @@ verifier (on the k examples); post-saturation generalization: the quick held-out
 from the first evaluation after training accuracy (mean over 10 updates) reaches 0.9 to the end
 of training, over the learners that saturate.
 
-Measured on the shared 2-core CPU (AMD EPYC, jax 0.10.2, load average ~6, nice 15), SFT base
-cached, 2026-11-28 at a4d36fe: default 45 min 26 s wall, 1061 s CPU (all threads; selection
-run 406 s wall / 129 s CPU, the π1 population 1403 s / 464 s); --quick: its test 168 s under
-load (five compiles; 68 s with the earlier design's three). The earlier design (the split's
-first problem, three populations) took 7.4 min wall on an idle Intel Xeon.
-Writes results.md, results.json, test_accuracy.png and train_accuracy.png.
+The default took 45 min on the shared 2-core CPU (SFT base cached; the selection run 7 min). Plots:
+test_accuracy.png and train_accuracy.png.
 """
 
 from rljax import xla_flags
@@ -80,23 +73,15 @@ def entropy_arms() -> dict[str, dict]:
     }
 
 
-def selection_population(pool: int) -> repro.Population:
-    """The short RL run on the first `pool` training problems that logs each one's accuracy."""
-    return repro.Population(
-        "select", {SELECTION: PLAIN}, run={"train_problems": pool, "log_problems": pool}
-    )
-
-
 def populations(picks: list[int]) -> list[repro.Population]:
     """The study's populations given the selected examples (indices into the training split)."""
     pops = [
         repro.Population(
-            f"one_pi{k + 1}",
-            {one(k + 1): PLAIN, **(entropy_arms() if k == 0 else {})},
+            f"one_pi{k + 1}", {one(k + 1): PLAIN, **(entropy_arms() if k == 0 else {})},
             run={"train_examples": (i,)},
         )
         for k, i in enumerate(picks)
-    ]
+    ]  # fmt: skip
     pops.append(repro.Population("two", {TWO: PLAIN}, run={"train_examples": tuple(picks[:2])}))
     pops.append(repro.Population("full", {FULL: PLAIN}))
     return pops
@@ -110,19 +95,19 @@ def select(args, base, chunk: int) -> dict:
     "cpu_seconds"}.
     """
     run_args = argparse.Namespace(**{**vars(args), "steps": args.select_steps})
-    pop = selection_population(args.select_pool)
+    # the short RL run on the first `pool` training problems that logs each one's accuracy
+    pool = {"train_problems": args.select_pool, "log_problems": args.select_pool}
+    pop = repro.Population("select", {SELECTION: PLAIN}, run=pool)
     result = repro.train(run_args, [pop], base, chunk_steps=chunk, final_samples=2,
                          final_problems=32)  # fmt: skip
     curves = result["arms"][SELECTION]["curves"]
-    accuracy = np.stack(
-        [curves[f"{PROBLEM_KEY}{i}"] for i in range(args.select_pool)], axis=-1
-    )  # [learners, updates, pool]
+    # [learners, updates, pool]
+    accuracy = np.stack([curves[f"{PROBLEM_KEY}{i}"] for i in range(args.select_pool)], axis=-1)
     order, variance, visits = selection.by_variance(accuracy, MIN_VISITS)
     if len(order) < args.examples:
-        raise RuntimeError(
-            f"the selection run ranked {len(order)} problems (visited >= {MIN_VISITS} times), "
-            f"fewer than --examples={args.examples}: raise --select_steps or lower --select_pool"
-        )
+        raise RuntimeError(f"the selection run ranked {len(order)} problems (visited >= "
+                           f"{MIN_VISITS} times), fewer than --examples={args.examples}: raise "
+                           "--select_steps or lower --select_pool")  # fmt: skip
     with np.errstate(all="ignore"):
         mean = np.nanmean(accuracy.reshape(-1, args.select_pool), axis=0)
     run = repro.testbed(args, pop, base, chunk_steps=chunk, final_samples=2, final_problems=32)
@@ -131,12 +116,10 @@ def select(args, base, chunk: int) -> dict:
         {
             "index": int(i),
             "example": f"{train[i].prompt}{train[i].answer} (level {train[i].level})",
-            "variance": float(variance[i]),
-            "visits": int(visits[i]),
-            "mean": float(mean[i]),
+            "variance": float(variance[i]), "visits": int(visits[i]), "mean": float(mean[i]),
         }
         for i in order
-    ]
+    ]  # fmt: skip
     return {
         "pool": args.select_pool, "steps": args.select_steps, "learners": args.seeds,
         "min_visits": MIN_VISITS, "ranked": len(order), "unranked": args.select_pool - len(order),
@@ -209,38 +192,31 @@ def decide(arms: dict, post: dict, num: int) -> dict:
         "0": ("not at this scale", "entropy alone leaves pass@1 where it was"),
         "-": ("contradicted", "entropy alone lowers pass@1"),
     }[comparisons["entropy only gain vs 0"]["sign"]]
-    per_example = {
-        "one example approaches the full set": [approaches_full(comparisons, k)
-                                                for k in range(1, num + 1)],
-        "test accuracy keeps rising after training accuracy saturates": [
-            after_saturation(post[one(k)], k) for k in range(1, num + 1)],
-    }  # fmt: skip
-    claims = {}
-    for claim, found in per_example.items():
+
+    def per_example(found: list) -> tuple[str, str]:  # over the selected examples
         combined = verdicts.over_arms(found) if len(found) > 1 else found[0][0]
-        claims[claim] = (combined, "; ".join(f"{why} ({v})" for v, why in found))
+        return combined, "; ".join(f"{why} ({v})" for v, why in found)
+
+    ks = range(1, num + 1)
     claims = {
-        "one example approaches the full set": claims["one example approaches the full set"],
+        "one example approaches the full set": per_example(
+            [approaches_full(comparisons, k) for k in ks]),
         "entropy alone (no reward) helps": (v2, why2),
-        "test accuracy keeps rising after training accuracy saturates": claims[
-            "test accuracy keeps rising after training accuracy saturates"
-        ],
-    }
+        "test accuracy keeps rising after training accuracy saturates": per_example(
+            [after_saturation(post[one(k)], k) for k in ks]),
+    }  # fmt: skip
     return {"claims": claims, "comparisons": comparisons}
 
 
 def plot(args, result: dict, _) -> None:
     updates, arms, workdir = result["updates"], result["arms"], args.workdir
     ends = repro.chunk_ends(updates, 1 if args.quick else 10)
-    repro.plot_curve(
-        arms, updates, "pass@1/mean", os.path.join(workdir, "test_accuracy.png"),
-        title="1-shot RLVR: quick held-out pass@1", ylabel="pass@1 (held-out)", at=ends,
-    )  # fmt: skip
-    repro.plot_curve(
-        arms, updates, "correct/mean", os.path.join(workdir, "train_accuracy.png"),
-        title="1-shot RLVR: training accuracy (verifier) on the k examples",
-        ylabel="training accuracy",
-    )  # fmt: skip
+    repro.plot_curve(arms, updates, "pass@1/mean", os.path.join(workdir, "test_accuracy.png"),
+                     title="1-shot RLVR: quick held-out pass@1", ylabel="pass@1 (held-out)",
+                     at=ends)  # fmt: skip
+    repro.plot_curve(arms, updates, "correct/mean", os.path.join(workdir, "train_accuracy.png"),
+                     title="1-shot RLVR: training accuracy (verifier) on the k examples",
+                     ylabel="training accuracy")  # fmt: skip
 
 
 def selection_lines(sel: dict) -> list[str]:
@@ -253,44 +229,24 @@ def selection_lines(sel: dict) -> list[str]:
         f"to the lower index). Selection run {sel['seconds']:.0f} s wall, "
         f"{sel['cpu_seconds']:.0f} s CPU.",
         "",
-        "| rank | problem (index) | variance | visits | mean accuracy | arm |",
-        "|---|---|---|---|---|---|",
     ]
-    for r, row in enumerate(sel["ranking"][: max(5, len(sel["picks"]))]):
-        arm = one(r + 1) if r < len(sel["picks"]) else ""
-        lines.append(
-            f"| {r + 1} | `{row['example']}` ({row['index']}) | {row['variance']:.4f} | "
-            f"{row['visits']} | {row['mean']:.3f} | {arm} |"
-        )
+    ranked = enumerate(sel["ranking"][: max(5, len(sel["picks"]))], 1)
+    lines += study.md_table(
+        ("rank", "problem (index)", "variance", "visits", "mean accuracy", "arm"),
+        ((r, f"`{row['example']}` ({row['index']})", f"{row['variance']:.4f}", row["visits"],
+          f"{row['mean']:.3f}", one(r) if r <= len(sel["picks"]) else "")
+         for r, row in ranked))  # fmt: skip
     return [*lines, ""]
-
-
-def add_flags(parser) -> None:
-    repro.flags(parser)
-    parser.add_argument(
-        "--select_pool", type=int, default=128,
-        help="selection run: rank the first n training problems (--quick: 8)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--select_steps", type=int, default=50,
-        help="selection run: RL updates per learner (--quick: 2)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--examples", type=int, default=2, help="selected examples with their own 1-shot arm"
-    )
 
 
 def check(args) -> None:
     if args.examples > args.select_pool:
-        raise cli.ConfigError(
-            f"--examples={args.examples} is invalid; allowed: at most --select_pool="
-            f"{args.select_pool}"
-        )
+        raise cli.ConfigError(f"--examples={args.examples} is invalid; allowed: at most "
+                              f"--select_pool={args.select_pool}")  # fmt: skip
     chunk = 1 if args.quick else 10
     if args.select_steps % min(chunk, args.select_steps):
-        raise cli.ConfigError(
-            f"--select_steps={args.select_steps} is invalid; allowed: a multiple of {chunk}"
-        )
+        raise cli.ConfigError(f"--select_steps={args.select_steps} is invalid; allowed: a "
+                              f"multiple of {chunk}")  # fmt: skip
 
 
 def run(args) -> dict:
@@ -308,11 +264,9 @@ def report(args, result: dict, record: dict) -> study.Report:
     ends = repro.chunk_ends(result["updates"], 1 if args.quick else 10)
     post = {k: post_saturation(a, result["updates"], ends) for k, a in arms.items()}
     columns = {
-        "pass@1": lambda a: repro.final(a, "pass@1"),
-        "gain": repro.gains,
-        "train accuracy": lambda a: repro.late(a, "correct/mean"),
-        "entropy": lambda a: repro.late(a, "entropy"),
-    }
+        "pass@1": repro.at("pass@1"), "gain": repro.gains,
+        "train accuracy": repro.late_of("correct/mean"), "entropy": repro.late_of("entropy"),
+    }  # fmt: skip
     rows = repro.summaries(arms, columns)
     base = next(iter(arms.values()))["base"]
     examples = result["examples"]
@@ -328,34 +282,30 @@ def report(args, result: dict, record: dict) -> study.Report:
         "",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decide(arms, post, args.examples),
-        rows,
+        args, result, record, decide(arms, post, args.examples), rows,
         title="1-shot RLVR and entropy-only training (#124)",
         claim="One training example approaches the full set; entropy alone helps; test "
         "accuracy keeps rising after training accuracy saturates.",
-        headline="gain",
-        metric="held-out pass@1 gain over the base",
-        context=context,
+        headline="gain", metric="held-out pass@1 gain over the base", context=context,
         after_table=after,
         extra={
-            "post_saturation": post,
-            "examples": examples,
-            "selection": sel,
+            "post_saturation": post, "examples": examples, "selection": sel,
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
         },
-    )
+    )  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/one_shot", run=run, report=report, plot=plot,
-    flags=add_flags, check=check, seeds=3, steps=100,
+    flags=repro.flags, check=check, seeds=3, steps=100,
     quick={**repro.QUICK, "select_pool": 8, "select_steps": 2},
     low={**repro.LOW, "select_pool": 2, "select_steps": 1, "examples": 2},
+    options={
+        "select_pool": (128, "selection run: rank the first n training problems (--quick: 8)"),
+        "select_steps": (50, "selection run: RL updates per learner (--quick: 2)"),
+        "examples": (2, "selected examples with their own 1-shot arm"),
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

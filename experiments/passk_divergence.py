@@ -1,9 +1,6 @@
 """pass@k of the base against RL, crossed with the divergence (#48, #59, #234 in PAPERS.md), as one
 population on a hard split of the RLVR testbed.
 
-    PYTHONPATH=. python experiments/passk_divergence.py --workdir runs/passk_divergence
-    PYTHONPATH=. python experiments/passk_divergence.py --workdir /tmp/passk --quick
-
 The split: level-3 arithmetic (three operations) for a base that was SFT-trained only briefly on
 all three levels (the testbed model, `configs/grpo.py:arithmetic,fast`, with 250 SFT steps instead
 of 1,200, and a corrupted character in 85% of its traces instead of 50%), so its pass@1 on level
@@ -26,9 +23,7 @@ Metrics: unbiased pass@k for k = 1..256 from n = 256 samples on 64 level-3 held-
 distinct correct completions per problem, over seeds; the base's own pass@k (one model: its
 interval is over problems, and comparisons treat it as fixed).
 
-Measured on the 2-core CPU (Intel Xeon, jax 0.10.2, 2026-11-24, commit 233aed7): default 9 min
-58 s wall, 973 s CPU (all threads; nearly idle machine); --quick ~35 s CPU. Writes results.md,
-results.json and pass_at_k.png.
+The default takes about 10 min on the idle 2-core CPU. Plots: pass_at_k.png.
 """
 
 from rljax import xla_flags
@@ -124,38 +119,28 @@ def report(args, result: dict, record: dict) -> study.Report:
         "base is one model: comparisons with it treat its value as fixed.",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decide(arms, n),
-        rows,
+        args, result, record, decide(arms, n), rows,
         title="pass@k of base vs RL × the choice of divergence (#48, #59, #234)",
         claim="RL wins at small k; with no or reverse KL the base wins at large k; forward KL "
         "and JS keep pass@k while raising pass@1; SELF's curation improves pass@k.",
-        headline=f"pass@{n}",
-        metric=f"held-out level-3 pass@{n}",
-        context=context,
+        headline=f"pass@{n}", metric=f"held-out level-3 pass@{n}", context=context,
         extra={
             "base": {k: v for k, v in base.items() if k != "pass_at_k"},
             "split_meets_target": meets,
         },
-    )
+    )  # fmt: skip
 
 
 def plot(args, result: dict, _) -> None:
     n = 4 if args.quick else 256
-    repro.plot_pass_at_k(
-        result["arms"],
-        os.path.join(args.workdir, "pass_at_k.png"),
-        f"Level-3 pass@k: base vs RL by divergence (n = {n})",
-    )
+    repro.plot_pass_at_k(result["arms"], os.path.join(args.workdir, "pass_at_k.png"),
+                         f"Level-3 pass@k: base vs RL by divergence (n = {n})")  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/passk_divergence", run=run, report=report,
     plot=plot, seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -53,17 +53,12 @@ def run(args) -> dict:
     return results
 
 
-def add_flags(p) -> None:
-    p.add_argument("--tasks", default="CartPole-NoVel-v1,MemoryChain-bsuite")
-    p.add_argument("--num_seeds", type=int, default=8)
-
-
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/recurrent_vs_feedforward", run=run,
-    report=lambda args, results, record: study.Files(results), flags=add_flags, quick=None,
+    report=lambda args, results, record: study.Files(results), quick=None,
     seed=False, low={"num_seeds": 2},
+    options={"tasks": "CartPole-NoVel-v1,MemoryChain-bsuite", "num_seeds": 8},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,8 +1,5 @@
 """ROVER stage B (#20 in PAPERS.md): ROVER against GRPO on the LM task, as one population.
 
-    PYTHONPATH=. python experiments/rover_lm.py --workdir runs/rover_lm
-    PYTHONPATH=. python experiments/rover_lm.py --workdir /tmp/rover_lm --quick
-
 Stage A (`experiments/rover_trees.py`) is exact on random trees. Here both learners train on the
 hard split of `experiments/passk_divergence.py` (level-3 arithmetic for a base SFT-trained
 briefly on noisy traces: pass@1 a few percent, most problems solved within 256 samples; the
@@ -24,9 +21,8 @@ solutions divided by k"); per seed, 95% bootstrap intervals over seeds. Claim (p
 pass@1, +16.8 pass@256, +17.6% diversity on real LLMs): ROVER keeps more distinct correct
 solutions than GRPO and beats it at pass@256 (and pass@1).
 
-Measured on one core of the 2-core CPU (AMD EPYC, jax 0.10.2, 2026-11-24, commit e6825b1):
-default 8 min 28 s wall, 498 s CPU (the SFT base cached by passk_divergence.py or a first run:
-+~1 min); --quick ~35 s. Writes results.md, results.json, pass_at_k.png and entropy.png.
+The default takes about 8.5 min on one core (the SFT base cached by passk_divergence.py). Plots:
+pass_at_k.png and entropy.png.
 """
 
 from rljax import xla_flags
@@ -60,16 +56,14 @@ def diversity(arm: dict, n: int) -> list[float]:
 def decide(arms: dict, n: int) -> dict:
     comparisons, claims = {}, {}
     metrics = {
-        "diversity": lambda a: diversity(a, n),
-        f"pass@{n}": lambda a: repro.final(a, f"pass@{n}"),
-        "pass@1": lambda a: repro.final(a, "pass@1"),
-    }
+        "diversity": lambda a: diversity(a, n), f"pass@{n}": repro.at(f"pass@{n}"),
+        "pass@1": repro.at("pass@1"),
+    }  # fmt: skip
     rovers = [name for name in arms if name != GRPO]
     for metric, fn in metrics.items():
         for name in rovers:
-            comparisons[f"{name} − {GRPO} ({metric})"] = repro.effect(
-                fn(arms[name]), fn(arms[GRPO])
-            )
+            comparisons[f"{name} − {GRPO} ({metric})"] = repro.effect(fn(arms[name]),
+                                                                      fn(arms[GRPO]))  # fmt: skip
     for metric, claim in (
         ("diversity", "ROVER keeps more distinct correct solutions than GRPO"),
         (f"pass@{n}", f"ROVER beats GRPO at pass@{n}"),
@@ -103,36 +97,28 @@ def report(args, result: dict, record: dict) -> study.Report:
         "arms with each other over seeds.",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decide(arms, n),
-        rows,
+        args, result, record, decide(arms, n), rows,
         title="ROVER vs GRPO on the LM task (#20, stage B)",
         claim="ROVER (the uniform random policy's Q, softmax sampling) keeps more distinct "
         f"correct solutions than GRPO and beats it at pass@{n} and pass@1.",
-        headline=f"pass@{n}",
-        metric=f"held-out level-3 pass@{n}",
-        context=context,
+        headline=f"pass@{n}", metric=f"held-out level-3 pass@{n}", context=context,
         extra={"base": {k: v for k, v in base.items() if k != "pass_at_k"}},
-    )
+    )  # fmt: skip
 
 
 def plot(args, result: dict, _) -> None:
     n = 4 if args.quick else 256
     path = os.path.join(args.workdir, "pass_at_k.png")
     repro.plot_pass_at_k(result["arms"], path, f"Level-3 pass@k: ROVER vs GRPO (n = {n})")
-    repro.plot_curve(
-        result["arms"], result["updates"], "entropy", os.path.join(args.workdir, "entropy.png"),
-        title="Policy entropy during RL", ylabel="mean token entropy (nats)",
-    )  # fmt: skip
+    repro.plot_curve(result["arms"], result["updates"], "entropy",
+                     os.path.join(args.workdir, "entropy.png"), title="Policy entropy during RL",
+                     ylabel="mean token entropy (nats)")  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/rover_lm", run=run, report=report, plot=plot,
     seeds=4, steps=100, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,8 +1,5 @@
 """ROVER stage A: random-policy valuation vs softmax policy gradient on exact random trees.
 
-    PYTHONPATH=. python experiments/rover_trees.py --workdir runs/rover_trees
-    PYTHONPATH=. python experiments/rover_trees.py --workdir /tmp/rover --quick
-
 He et al. 2025, "Random Policy Valuation is Enough for LLM Reasoning with Verifiable Rewards"
 (ROVER, #20 in PAPERS.md), Thm 3.1: in a finite-horizon, deterministic, tree-structured MDP with
 binary terminal rewards, acting greedily on the uniform random policy's Q^{π_u} is optimal; the
@@ -43,13 +40,10 @@ Negative controls (the theorem's two assumptions broken, same trees):
 Per tree: V* (backward max), the value of greedy-on-Q^{π_u} and of ROVER τ, and PG exact trained
 on the control; regret = V* − value and the share of trees where greedy is suboptimal.
 
-Over ``--seeds`` = 20 trees (seeds ``--seed`` .. ``--seed`` + 19: a second set is one flag,
-e.g. ``--seed 20``), mean with 95% bootstrap intervals (rljax.stats).
-Measured on the shared 2-core CPU with ``nice -n 10`` under a load average of ~8-9 (other jobs
-running): default 74-85 s wall, 53-58 s of CPU, 0.6 GB; --quick (4 trees, D = 5, 400 steps)
-26 s wall, 15 s of CPU; ``--depth 7`` (16,384 leaves) 203 s wall, 138 s of CPU.
-Writes results.md, results.json, rover_distinct_vs_k.png, rover_training.png and
-rover_tau_sweep.png into --workdir.
+Over ``--seeds`` = 20 trees (seeds ``--seed`` .. ``--seed`` + 19: a second set is one flag, e.g.
+``--seed 20``), mean with 95% bootstrap intervals (rljax.stats). The default takes about 1.5 min on
+the 2-core CPU (``--depth 7``, 16,384 leaves: 3.5 min). Plots: rover_distinct_vs_k.png,
+rover_training.png and rover_tau_sweep.png.
 """
 
 from rljax import xla_flags
@@ -230,39 +224,15 @@ def dense_check(args):
 
 
 # ------------------------------------------------------------------ the study
-def add_flags(parser) -> None:
-    parser.add_argument("--tune_seeds", type=int, default=5, help="trees for choosing τ")
-    parser.add_argument("--branching", type=int, default=4)
-    parser.add_argument("--depth", type=int, default=6)
-    parser.add_argument("--correct", type=int, default=16, help="correct leaves per tree")
-    parser.add_argument(
-        "--taus", default=",".join(f"{t:.3g}" for t in np.logspace(-4, 0, 17)), help="τ grid"
-    )
-    parser.add_argument("--tau", type=float, default=None, help="headline τ (default: tuned)")
-    parser.add_argument("--group", type=int, default=8, help="GRPO group size G")
-    parser.add_argument("--lr", type=float, default=1.0, help="GRPO SGD step on the logits")
-    parser.add_argument("--exact_lr", type=float, default=10.0, help="η of the exact PG step")
-    parser.add_argument("--slip", type=float, default=0.2, help="stochastic control")
-    parser.add_argument("--partial", type=float, default=0.5, help="non-binary control")
-    parser.add_argument("--max_k", type=int, default=256)
-
-
 def check(args) -> None:
     # evaluation trees stay apart from the tuning trees (seeds TUNE_SEED and up)
     cli.check_int("--seed", args.seed, low=0, high=TUNE_SEED - args.seeds)
-    cli.check_int("--tune_seeds", args.tune_seeds, low=1)
-    cli.check_int("--branching", args.branching, low=2)
-    cli.check_int("--depth", args.depth, low=1)
     leaves = args.branching**args.depth
     if leaves > MAX_LEAVES:
-        raise cli.ConfigError(
-            f"--branching={args.branching} --depth={args.depth} gives {leaves} leaves; allowed: "
-            f"at most {MAX_LEAVES} (every leaf is enumerated)"
-        )
+        raise cli.ConfigError(f"--branching={args.branching} --depth={args.depth} gives {leaves} "
+                              f"leaves; allowed: at most {MAX_LEAVES} (every leaf is "
+                              "enumerated)")  # fmt: skip
     cli.check_int("--correct", args.correct, low=1, high=leaves)
-    cli.check_int("--steps", args.steps, low=1)
-    cli.check_int("--group", args.group, low=2)
-    cli.check_int("--max_k", args.max_k, low=1)
     cli.check_number("--lr", args.lr, low=0.0, low_open=True)
     cli.check_number("--exact_lr", args.exact_lr, low=0.0, low_open=True)
     cli.check_number("--slip", args.slip, low=0.0, high=1.0)
@@ -302,46 +272,22 @@ def run(args) -> dict:
     order = ("uniform (base)", "ROVER greedy (τ→0)", f"ROVER τ={tau:g}", "π ∝ Q^{π_u} (reference)")
     arms = {name: static[name] for name in order}  # vmap returns dicts sorted by key
     metrics_of = jax.jit(jax.vmap(lambda p, r: leaf_metrics(p, r, r, ks)))
+    shape = dict(branching=b, depth=depth, steps=args.steps)
     p_exact, curve_exact = jax.vmap(
-        lambda r: train_exact(
-            r,
-            None,
-            r,
-            branching=b,
-            depth=depth,
-            steps=args.steps,
-            lr=args.exact_lr,
-            curve_k=args.max_k,
-        )
+        lambda r: train_exact(r, None, r, **shape, lr=args.exact_lr, curve_k=args.max_k)
     )(binary)
     p_grpo, curve_grpo = jax.vmap(
-        lambda r, k: train_grpo(
-            r,
-            r,
-            k,
-            branching=b,
-            depth=depth,
-            steps=args.steps,
-            group=args.group,
-            lr=args.lr,
-            curve_k=args.max_k,
-        )
+        lambda r, k: train_grpo(r, r, k, **shape, group=args.group, lr=args.lr, curve_k=args.max_k)
     )(binary, jax.random.split(jax.random.key(2 * args.seed), args.seeds))  # 2 roots per set
     arms["PG exact (G=∞)"] = metrics_of(p_exact, binary)
     arms[f"GRPO (G={args.group})"] = metrics_of(p_grpo, binary)
     robust = {}  # PG's collapse across step sizes and group sizes
     for lr in ROBUST_EXACT_LRS if not args.quick else ():
-        p, _ = jax.vmap(
-            lambda r, lr=lr: train_exact(
-                r, None, r, branching=b, depth=depth, steps=args.steps, lr=lr
-            )
-        )(binary)
+        p, _ = jax.vmap(lambda r, lr=lr: train_exact(r, None, r, **shape, lr=lr))(binary)
         robust[f"PG exact η={lr:g}"] = metrics_of(p, binary)
     for lr, group in ROBUST_GRPO if not args.quick else ():
         p, _ = jax.vmap(
-            lambda r, k, lr=lr, group=group: train_grpo(
-                r, r, k, branching=b, depth=depth, steps=args.steps, group=group, lr=lr
-            )
+            lambda r, k, lr=lr, group=group: train_grpo(r, r, k, **shape, group=group, lr=lr)
         )(binary, jax.random.split(jax.random.key(2 * args.seed + 1), args.seeds))
         robust[f"GRPO G={group} lr={lr:g}"] = metrics_of(p, binary)
     sweep = rover_sweep(binary, jnp.asarray(taus), jnp.array([args.max_k]), b)
@@ -355,25 +301,16 @@ def run(args) -> dict:
         q_u = trees.uniform_q(r, b, tr)
         v_star = jnp.max(trees.optimal_q(r, b, tr)[0])
         value = lambda pi: trees.leaf_distribution(pi, tr) @ r  # noqa: E731
-        return {
-            "V*": v_star,
-            "greedy": value(trees.greedy_policy(q_u)),
-            "rover": value(trees.softmax_policy(q_u, tau)),
-            "uniform": jnp.mean(r),
-        }
+        return {"V*": v_star, "greedy": value(trees.greedy_policy(q_u)),
+                "rover": value(trees.softmax_policy(q_u, tau)), "uniform": jnp.mean(r)}  # fmt: skip
 
     controls = {}
-    for name, rew, tr in (
-        ("stochastic", binary, transitions),
-        ("non-binary", partial, None),
-        ("deterministic binary", binary, None),
-    ):
+    for name, rew, tr in (("stochastic", binary, transitions), ("non-binary", partial, None),
+                          ("deterministic binary", binary, None)):  # fmt: skip
         out = jax.jit(jax.vmap(control))(rew, correct, tr)
-        p_pg, _ = jax.vmap(
-            lambda r, t, c: train_exact(
-                r, t, c, branching=b, depth=depth, steps=args.steps, lr=args.exact_lr
-            )
-        )(rew, tr, correct)
+        p_pg, _ = jax.vmap(lambda r, t, c: train_exact(r, t, c, **shape, lr=args.exact_lr))(
+            rew, tr, correct
+        )
         out["pg_exact"] = jnp.sum(p_pg * rew, axis=-1)
         controls[name] = {k: np.asarray(v, np.float64) for k, v in out.items()}
     return {"tau": tau, "taus": taus, "arms": arms, "robust": robust, "sweep": sweep,
@@ -385,9 +322,8 @@ def run(args) -> dict:
 def report(args, out: dict, record: dict) -> study.Report:
     tau, taus, arms, sweep, theorem = (out[k] for k in ("tau", "taus", "arms", "sweep", "theorem"))
     seconds = record["seconds"]
-    summ = lambda v: stats.summarize(  # noqa: E731
-        np.asarray(v, np.float64), num_resamples=study.resamples(args, 200)
-    )
+    n_boot = study.resamples(args, 200)
+    summ = lambda v: stats.summarize(np.asarray(v, np.float64), num_resamples=n_boot)  # noqa: E731
     m, kmax = args.correct, args.max_k
     table = {}
     for name, met in arms.items():
@@ -398,32 +334,25 @@ def report(args, out: dict, record: dict) -> study.Report:
         row["pass@256"] = summ(1.0 - (1.0 - np.asarray(met["success"], np.float64)) ** 256)
         table[name] = row
     robust_t = {
-        name: {
-            "success": summ(met["success"]),
-            "effective_correct": summ(met["effective_correct"]),
-            f"distinct@{kmax}": summ(met["distinct"][:, -1]),
-        }
+        name: {"success": summ(met["success"]), "effective_correct": summ(met["effective_correct"]),
+               f"distinct@{kmax}": summ(met["distinct"][:, -1])}
         for name, met in out["robust"].items()
-    }
+    }  # fmt: skip
     sweep_t = {
-        f"{t:g}": {
-            "success": summ(sweep["success"][:, i]),
-            "effective_correct": summ(sweep["effective_correct"][:, i]),
-            f"distinct@{kmax}": summ(sweep["distinct"][:, i, -1]),
-        }
+        f"{t:g}": {"success": summ(sweep["success"][:, i]),
+                   "effective_correct": summ(sweep["effective_correct"][:, i]),
+                   f"distinct@{kmax}": summ(sweep["distinct"][:, i, -1])}
         for i, t in enumerate(taus)
-    }
+    }  # fmt: skip
     ctrl = {}
     for name, c in out["controls"].items():
         ctrl[name] = {
-            "V*": summ(c["V*"]),
-            "greedy": summ(c["greedy"]),
+            "V*": summ(c["V*"]), "greedy": summ(c["greedy"]),
             "greedy_regret": summ(c["V*"] - c["greedy"]),
             "greedy_suboptimal": summ((c["V*"] - c["greedy"] > 1e-5).astype(np.float64)),
-            f"ROVER τ={tau:g}": summ(c["rover"]),
-            "PG exact": summ(c["pg_exact"]),
+            f"ROVER τ={tau:g}": summ(c["rover"]), "PG exact": summ(c["pg_exact"]),
             "uniform": summ(c["uniform"]),
-        }
+        }  # fmt: skip
     rover_name, grpo_name = f"ROVER τ={tau:g}", f"GRPO (G={args.group})"
     pg_names = ("PG exact (G=∞)", grpo_name)
     dk = f"distinct@{kmax}"
@@ -472,6 +401,8 @@ def report(args, out: dict, record: dict) -> study.Report:
         "policy's Q is optimal (Thm 3.1), and policy gradient collapses onto one leaf while "
         "ROVER's softmax(Q^{π_u}/τ) spreads mass over all correct leaves."
     )
+    spread = [("effective correct leaves", "effective_correct", 2), (dk, dk, 2)]
+    at_k = [(f"distinct@{k}", f"distinct@{k}", 2) for k in TABLE_KS if k <= kmax]
     lines = [
         "Stage A only (exact trees). Stage B, ROVER vs GRPO on the LM task (pass@1, pass@256, "
         "diversity), is not in this script.",
@@ -479,18 +410,9 @@ def report(args, out: dict, record: dict) -> study.Report:
         f"## Deterministic binary trees (b={args.branching}, D={args.depth}, {m} correct leaves, "
         f"{args.seeds} trees; mean [95% CI])",
         "",
-        "| arm | success (pass@1) | effective correct leaves | top leaf's share | "
-        + " | ".join(f"distinct@{k}" for k in TABLE_KS if k <= kmax)
-        + " |",
-        "|---|---|---|---|" + "---|" * len([k for k in TABLE_KS if k <= kmax]),
-    ]
-    for name, row in table.items():
-        lines.append(
-            f"| {name} | {fi(row['success'])} | {fi(row['effective_correct'], digits=2)} | "
-            f"{fi(row['top_share'])} | "
-            + " | ".join(fi(row[f"distinct@{k}"], digits=2) for k in TABLE_KS if k <= kmax)
-            + " |"
-        )
+        *study.table(table, [("success (pass@1)", "success", 3), spread[0],
+                             ("top leaf's share", "top_share", 3), *at_k]),
+    ]  # fmt: skip
     lines += [
         "",
         f"Headline τ = {tau:g} ({'fixed by --tau' if args.tau is not None else 'chosen on '}"
@@ -504,39 +426,25 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         "## PG's collapse at other step and group sizes (same trees, same number of steps)",
         "",
-        f"| arm | success | effective correct leaves | distinct@{kmax} |",
-        "|---|---|---|---|",
-        *(
-            f"| {name} | {fi(row['success'])} | {fi(row['effective_correct'], digits=2)} | "
-            f"{fi(row[dk], digits=2)} |"
-            for name, row in robust_t.items()
-        ),
+        *study.table(robust_t, ["success", *spread]),
         "",
         "## ROVER's temperature (same trees)",
         "",
-        f"| τ | success | effective correct leaves | distinct@{kmax} |",
-        "|---|---|---|---|",
+        *study.table(sweep_t, ["success", *spread], first="τ"),
     ]
-    for t, row in sweep_t.items():
-        lines.append(
-            f"| {t} | {fi(row['success'])} | {fi(row['effective_correct'], digits=2)} | "
-            f"{fi(row[dk], digits=2)} |"
-        )
     lines += [
         "",
         "## Negative controls (value = expected reward; regret = V* − value)",
         "",
-        f"| tree | V* | greedy on Q^{{π_u}} | regret | share of trees greedy is suboptimal | "
-        f"ROVER τ={tau:g} | PG exact | uniform |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name, row in ctrl.items():
-        lines.append(
-            f"| {name} | {fi(row['V*'])} | {fi(row['greedy'])} | {fi(row['greedy_regret'])} | "
-            f"{fi(row['greedy_suboptimal'])} | {fi(row[f'ROVER τ={tau:g}'])} | "
-            f"{fi(row['PG exact'])} | {fi(row['uniform'])} |"
-        )
-    lines += [
+        *study.table(
+            ctrl,
+            [
+                ("V*", "V*", 3), ("greedy on Q^{π_u}", "greedy", 3), ("regret", "greedy_regret", 3),
+                ("share of trees greedy is suboptimal", "greedy_suboptimal", 3), rover_name,
+                "PG exact", "uniform",
+            ],
+            first="tree",
+        ),
         "",
         f"Stochastic: slip {args.slip} (Dirichlet(1) per node and action). Non-binary: other "
         f"leaves pay U(0, {args.partial}). PG exact is trained on each control for {args.steps} "
@@ -544,28 +452,16 @@ def report(args, out: dict, record: dict) -> study.Report:
         "",
         f"Dense cross-check: {dense_check(args)}.",
         f"Run time {seconds:.0f} s (+ writing).",
-    ]
+    ]  # fmt: skip
     return study.Report(
         title="ROVER stage A: random-policy valuation vs policy gradient on exact random trees",
-        claim=claim,
-        claims=verdicts.from_findings(findings),
-        reason=reason,
+        claim=claim, claims=verdicts.from_findings(findings), reason=reason,
         arms={name: row[dk] for name, row in table.items()},
-        metric=f"expected distinct correct leaves within {kmax} samples",
-        extra={
-            "config": vars(args),
-            "tau": tau,
-            "table": table,
-            "pg_robustness": robust_t,
-            "tau_sweep": sweep_t,
-            "controls": ctrl,
-            "theorem": theorem,
-            "rover_vs_pg": rover_vs,
-            "findings": findings,
-            "seconds": seconds,
-        },
-        notes=lines,
-    )
+        metric=f"expected distinct correct leaves within {kmax} samples", notes=lines,
+        extra={"config": vars(args), "tau": tau, "table": table, "pg_robustness": robust_t,
+               "tau_sweep": sweep_t, "controls": ctrl, "theorem": theorem,
+               "rover_vs_pg": rover_vs, "findings": findings, "seconds": seconds},
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -574,49 +470,47 @@ def plot(args, out: dict, _) -> None:
     kmax = args.max_k
     ks = np.arange(1, kmax + 1)
     idx = np.unique(np.round(np.geomspace(1, kmax, 40)).astype(int)) - 1
-    stats.plot_bands(
-        np.log2(ks[idx]),
-        {name: np.asarray(met["distinct"])[:, idx] for name, met in arms.items()},
-        os.path.join(args.workdir, "rover_distinct_vs_k.png"),
-        title=f"distinct correct leaves within k samples ({args.correct} exist)",
-        xlabel="log2 k",
-        ylabel="expected distinct correct leaves",
-    )
+    stats.plot_bands(np.log2(ks[idx]),
+                     {name: np.asarray(met["distinct"])[:, idx] for name, met in arms.items()},
+                     os.path.join(args.workdir, "rover_distinct_vs_k.png"),
+                     title=f"distinct correct leaves within k samples ({args.correct} exist)",
+                     xlabel="log2 k", ylabel="expected distinct correct leaves")  # fmt: skip
     steps = np.arange(1, args.steps + 1)
     every = np.unique(np.round(np.geomspace(1, args.steps, 60)).astype(int)) - 1
     rover = np.asarray(arms[f"ROVER τ={tau:g}"]["distinct"])[:, -1]
-    stats.plot_bands(
-        np.log10(steps[every]),
-        {
-            "PG exact (G=∞)": np.asarray(curve_exact[2])[:, every],
-            f"GRPO (G={args.group})": np.asarray(curve_grpo[2])[:, every],
-            f"ROVER τ={tau:g} (no training)": np.repeat(rover[:, None], len(every), axis=1),
-        },
-        os.path.join(args.workdir, "rover_training.png"),
-        title=f"distinct correct leaves within {kmax} samples during PG training",
-        xlabel="log10 step",
-        ylabel=f"expected distinct@{kmax}",
-    )
-    stats.plot_bands(
-        np.log10(taus),
-        {
-            "success (pass@1)": np.asarray(sweep["success"]),
-            f"distinct@{kmax} / {args.correct}": np.asarray(sweep["distinct"][..., -1])
-            / args.correct,
-        },
-        os.path.join(args.workdir, "rover_tau_sweep.png"),
-        title="ROVER softmax(Q/τ): success vs spread over correct leaves",
-        xlabel="log10 τ",
-        ylabel="fraction",
-    )
+    training = {
+        "PG exact (G=∞)": np.asarray(curve_exact[2])[:, every],
+        f"GRPO (G={args.group})": np.asarray(curve_grpo[2])[:, every],
+        f"ROVER τ={tau:g} (no training)": np.repeat(rover[:, None], len(every), axis=1),
+    }
+    stats.plot_bands(np.log10(steps[every]), training,
+                     os.path.join(args.workdir, "rover_training.png"),
+                     title=f"distinct correct leaves within {kmax} samples during PG training",
+                     xlabel="log10 step", ylabel=f"expected distinct@{kmax}")  # fmt: skip
+    spread = np.asarray(sweep["distinct"][..., -1]) / args.correct
+    stats.plot_bands(np.log10(taus), {"success (pass@1)": np.asarray(sweep["success"]),
+                                      f"distinct@{kmax} / {args.correct}": spread},
+                     os.path.join(args.workdir, "rover_tau_sweep.png"),
+                     title="ROVER softmax(Q/τ): success vs spread over correct leaves",
+                     xlabel="log10 τ", ylabel="fraction")  # fmt: skip
 
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/rover_trees", run=run, report=report, plot=plot,
-    flags=add_flags, check=check, seeds=20, steps=2000, low={"seeds": 3},
+    check=check, seeds=20, steps=2000,
     quick={"seeds": 4, "tune_seeds": 2, "depth": 5, "steps": 400},
+    low={"seeds": 3, "tune_seeds": 1, "branching": 2, "depth": 1, "steps": 1, "group": 2,
+         "max_k": 1},
+    options={
+        "tune_seeds": (5, "trees for choosing τ"), "branching": 4, "depth": 6,
+        "correct": (16, "correct leaves per tree"),
+        "taus": (",".join(f"{t:.3g}" for t in np.logspace(-4, 0, 17)), "τ grid"),
+        "group": (8, "GRPO group size G"), "lr": (1.0, "GRPO SGD step on the logits"),
+        "exact_lr": (10.0, "η of the exact PG step"), "slip": (0.2, "stochastic control"),
+        "partial": (0.5, "non-binary control"), "max_k": 256,
+        "tau": (None, "headline τ (default: tuned)", float),
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

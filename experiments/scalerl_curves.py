@@ -1,9 +1,6 @@
 """ScaleRL curve fitting (#54 in PAPERS.md): compute -> pass-rate sigmoids for Tricks-or-Traps
 recipes and CISPO on the RLVR testbed, with seed-bootstrap intervals (issue 31, item 6).
 
-    PYTHONPATH=. python experiments/scalerl_curves.py --workdir runs/scalerl_curves
-    PYTHONPATH=. python experiments/scalerl_curves.py --workdir /tmp/scalerl --quick
-
 Each recipe trains as one arm of one population on `configs/grpo.py:arithmetic,fast` (no KL,
 2 epochs × 2 minibatches, lr 3e-4): GRPO norm (group mean+std, token mean, ε 0.2), Lite PPO
 (group mean / batch std), Dr.GRPO norm (group mean only), GRPO norm with sequence-level
@@ -28,9 +25,9 @@ Claims of the paper (abstract / secondary summaries), each decided by a stated r
    interval from the seed bootstrap (`verdicts.vs_zero`). The naive ranking (by the measured pass
    rate at the half-way point) is reported beside it.
 
-The fitter's own check runs every time (`synthetic_check` in results.json): curves drawn from
-known (A, B, C_mid) plus noise at this study's scale, refitted; the run fails if any recovered
-value is off by more than its tolerance. Writes results.md, results.json, curves.png and fits.png.
+The fitter's own check runs every time (`synthetic_check` in results.json): curves drawn from known
+(A, B, C_mid) plus noise at this study's scale, refitted; the run fails if any recovered value is
+off by more than its tolerance. Plots: curves.png and fits.png.
 """
 
 from rljax import xla_flags
@@ -43,18 +40,17 @@ import numpy as np  # noqa: E402
 
 from rljax import cli, scaling, stats  # noqa: E402
 from rljax.agents.grpo import presets  # noqa: E402
-from rljax.train import study, verdicts  # noqa: E402
+from rljax.train import study, study_stats, verdicts  # noqa: E402
 from rljax.train import study_lm as repro  # noqa: E402
 
 CENTRE = {"advantage": "grpo", "aggregation": "token_mean", "policy_loss": "ppo_clip",
           "eps_low": 0.2, "eps_high": 0.2}  # fmt: skip
 RECIPES = {
-    "GRPO norm": {},
-    "Lite PPO": {"advantage": "lite_ppo"},
+    "GRPO norm": {}, "Lite PPO": {"advantage": "lite_ppo"},
     "Dr.GRPO norm": {"advantage": "dr_grpo"},
     "GRPO norm, sequence-level": {"aggregation": "seq_mean_token_mean"},
     "CISPO": {k: presets.PRESETS["cispo"][k] for k in CENTRE},
-}
+}  # fmt: skip
 SAME_A = ("Lite PPO", "Dr.GRPO norm", "GRPO norm, sequence-level")
 EARLY = 0.2  # share of the run's compute left out of every fit
 A_MARGIN = 0.05
@@ -93,13 +89,6 @@ def curves(arm: dict, updates: np.ndarray, every: int) -> tuple[np.ndarray, np.n
     return tokens[:, at].mean(0), arm["curves"]["pass@1/mean"][:, at]
 
 
-def kendall(x, y) -> float:
-    """Kendall's τ-a of two score lists (ties count 0)."""
-    x, y = np.asarray(x), np.asarray(y)
-    i, j = np.triu_indices(len(x), 1)
-    return float(np.mean(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])))
-
-
 def analyse(arms: dict, updates: np.ndarray, seed: int, every: int) -> dict:
     """Fits per recipe (full window and first half), rankings, and their bootstrap intervals."""
     rng = np.random.default_rng(seed)
@@ -112,9 +101,8 @@ def analyse(arms: dict, updates: np.ndarray, seed: int, every: int) -> dict:
         half = keep & (c <= start + 0.5 * (c[-1] - start))
         if half.sum() < 3:  # --quick: too few points for a half fit
             half = keep
-        full = scaling.bootstrap(
-            c[keep], r[:, keep], r0=r0, num_resamples=RESAMPLES, seed=seed, grid=40
-        )
+        full = scaling.bootstrap(c[keep], r[:, keep], r0=r0, num_resamples=RESAMPLES, seed=seed,
+                                 grid=40)  # fmt: skip
         f = full["fit"]
         out[label] = {
             "compute": c.tolist(), "pass_rate_mean": r.mean(0).tolist(), "r0": r0,
@@ -136,13 +124,11 @@ def analyse(arms: dict, updates: np.ndarray, seed: int, every: int) -> dict:
         boot_half.append(hs)
         boot_end.append(es)
         boot_mid.append(ms)
-        out[label]["extrapolated_end"] = hs[0]
-        out[label]["measured_end"] = es[0]
-        out[label]["measured_half"] = ms[0]
+        out[label].update(extrapolated_end=hs[0], measured_end=es[0], measured_half=ms[0])
     h, e, m = (np.asarray(x) for x in (boot_half, boot_end, boot_mid))  # [R, B + 1]
     taus = {
-        "extrapolated": [kendall(h[:, b], e[:, b]) for b in range(h.shape[1])],
-        "naive": [kendall(m[:, b], e[:, b]) for b in range(h.shape[1])],
+        "extrapolated": [study_stats.kendall(h[:, b], e[:, b]) for b in range(h.shape[1])],
+        "naive": [study_stats.kendall(m[:, b], e[:, b]) for b in range(h.shape[1])],
     }
     ranking = {
         name: {"tau": t[0], "ci": [float(np.percentile(t[1:], 2.5)),
@@ -215,46 +201,32 @@ def plot(args, out: dict, _) -> None:
     for label, arm in arms.items():
         c, r = curves(arm, updates, every)
         bands[label] = np.stack([np.interp(x, c, row) for row in r])  # on one compute axis
-    stats.plot_bands(
-        x, bands, os.path.join(workdir, "curves.png"),
-        title="ScaleRL: held-out pass@1 vs compute (seed bands)",
-        xlabel="generated tokens (seed mean)", ylabel="quick held-out pass@1",
-    )  # fmt: skip
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (label, f) in enumerate(analysis["recipes"].items()):
-        c, y = np.asarray(f["compute"]), np.asarray(f["pass_rate_mean"])
-        grid = np.geomspace(c[0], c[-1] * 4, 100)
-        fit = f["fit"]
-        colour = f"C{i}"
-        ax.plot(c, y, "o", ms=3, color=colour)
-        ax.plot(grid, scaling.sigmoid(grid, fit["A"], fit["B"], fit["C_mid"], f["r0"]), "-",
-                color=colour, label=f"{label}: A={fit['A']:.2f}, B={fit['B']:.2f}")  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_xlabel("generated tokens")
-    ax.set_ylabel("quick held-out pass@1")
-    ax.set_title("ScaleRL sigmoid fits (points: seed means)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(workdir, "fits.png"), dpi=110)
-    plt.close(fig)
+    stats.plot_bands(x, bands, os.path.join(workdir, "curves.png"),
+                     title="ScaleRL: held-out pass@1 vs compute (seed bands)",
+                     xlabel="generated tokens (seed mean)",
+                     ylabel="quick held-out pass@1")  # fmt: skip
+    with study.figure(os.path.join(workdir, "fits.png"), figsize=(7, 4.5), dpi=110) as (_, ax):
+        for i, (label, f) in enumerate(analysis["recipes"].items()):
+            c, y = np.asarray(f["compute"]), np.asarray(f["pass_rate_mean"])
+            grid = np.geomspace(c[0], c[-1] * 4, 100)
+            fit = f["fit"]
+            ax.plot(c, y, "o", ms=3, color=f"C{i}")
+            ax.plot(grid, scaling.sigmoid(grid, fit["A"], fit["B"], fit["C_mid"], f["r0"]), "-",
+                    color=f"C{i}",
+                    label=f"{label}: A={fit['A']:.2f}, B={fit['B']:.2f}")  # fmt: skip
+        ax.set(xscale="log", xlabel="generated tokens", ylabel="quick held-out pass@1",
+               title="ScaleRL sigmoid fits (points: seed means)")  # fmt: skip
+        ax.legend(fontsize=7)
 
 
 def check(args) -> None:
     if args.eval_every < 1 or args.steps % args.eval_every:
-        raise cli.ConfigError(
-            f"--steps={args.steps} with --eval_every={args.eval_every} is invalid; allowed: "
-            "--eval_every >= 1 dividing --steps"
-        )
+        raise cli.ConfigError(f"--steps={args.steps} with --eval_every={args.eval_every} is "
+                              "invalid; allowed: --eval_every >= 1 dividing --steps")  # fmt: skip
     if args.steps < 8 * args.eval_every:
-        raise cli.ConfigError(
-            f"--steps={args.steps} is invalid; allowed: an integer >= 8 x --eval_every "
-            f"({8 * args.eval_every}), for 8 evaluations"
-        )
+        raise cli.ConfigError(f"--steps={args.steps} is invalid; allowed: an integer >= 8 x "
+                              f"--eval_every ({8 * args.eval_every}), for 8 "
+                              "evaluations")  # fmt: skip
 
 
 def run(args) -> dict:
@@ -273,23 +245,14 @@ def report(args, result: dict, record: dict) -> study.Report:
     analysis, check = result["analysis"], result["synthetic_check"]
     decided = decide(analysis)
     rows = repro.summaries(result["arms"], {
-        "pass@1": lambda a: repro.final(a, "pass@1"),
-        "gain": repro.gains,
-        "entropy": lambda a: repro.late(a, "entropy"),
+        "pass@1": repro.at("pass@1"), "gain": repro.gains, "entropy": repro.late_of("entropy"),
     })  # fmt: skip
     fits = analysis["recipes"]
-    fit_lines = [
-        "| recipe | A [95% CI] | B [95% CI] | C_mid (tokens) [95% CI] | points | rmse |",
-        "|---|---|---|---|---|---|",
-        *(
-            f"| {n} | {f['fit']['A']:.3f} [{f['ci']['A'][0]:.3f}, {f['ci']['A'][1]:.3f}] | "
-            f"{f['fit']['B']:.2f} [{f['ci']['B'][0]:.2f}, {f['ci']['B'][1]:.2f}] | "
-            f"{f['fit']['C_mid']:.3g} [{f['ci']['C_mid'][0]:.3g}, {f['ci']['C_mid'][1]:.3g}] | "
-            f"{f['points_fitted']} | {f['fit']['rmse']:.3f} |"
-            for n, f in fits.items()
-        ),
-        "",
-    ]
+    iv = lambda f, k, d: f"{f['fit'][k]:{d}} [{f['ci'][k][0]:{d}}, {f['ci'][k][1]:{d}}]"  # noqa: E731
+    fit_lines = study.md_table(
+        ("recipe", "A [95% CI]", "B [95% CI]", "C_mid (tokens) [95% CI]", "points", "rmse"),
+        ((n, iv(f, "A", ".3f"), iv(f, "B", ".2f"), iv(f, "C_mid", ".3g"), f["points_fitted"],
+          f"{f['fit']['rmse']:.3f}") for n, f in fits.items()))  # fmt: skip
     best_a = max(fits, key=lambda n: fits[n]["fit"]["A"])
     best_b = max(fits, key=lambda n: fits[n]["fit"]["B"])
     context = [
@@ -298,6 +261,7 @@ def report(args, result: dict, record: dict) -> study.Report:
         f"{'holds' if check['holds'] else 'fails'} (tolerances {TOLERANCE}).",
         "",
         *fit_lines,
+        "",
     ]
     fits = {n: {k: v for k, v in f.items() if k != "samples"} for n, f in fits.items()}
     return repro.report(
@@ -311,17 +275,12 @@ def report(args, result: dict, record: dict) -> study.Report:
     )  # fmt: skip
 
 
-def add_flags(parser) -> None:
-    repro.flags(parser)
-    parser.add_argument("--eval_every", type=int, default=EVERY, help="updates per evaluation")
-
-
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/scalerl_curves", run=run, report=report,
-    plot=plot, flags=add_flags, check=check, seeds=3, steps=60, low=repro.LOW,
+    plot=plot, flags=repro.flags, check=check, seeds=3, steps=60, low=repro.LOW,
     quick={**repro.QUICK, "steps": 8, "eval_every": 1},  # enough evaluations for a fit
+    options={"eval_every": (EVERY, "updates per evaluation")},
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

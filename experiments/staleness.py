@@ -1,9 +1,6 @@
 """Staleness: how many updates of sampler/learner lag RLVR tolerates, and which correction repairs
 it, as one population on the RLVR testbed (issue 31, item 7).
 
-    PYTHONPATH=. python experiments/staleness.py --workdir runs/staleness
-    PYTHONPATH=. python experiments/staleness.py --workdir /tmp/stale --quick
-
 Update t trains on completions sampled by the parameters of update t − k (`rljax.agents.
 stale_grpo`: a ring of parameter snapshots inside the one compiled step, no threads; the first k
 batches come from the initial policy), with one of four corrections of the mismatch between the
@@ -38,7 +35,7 @@ sampler has the norm its own parameters had before update max(t − k, 0), and i
 min(t, k); the float32 k = 0 learners see no mismatch (|log π_prox/μ| = 0) and the bf16 ones see
 one at every update (`lag_invariant` in results.json; the run fails if they do not hold).
 
-Writes results.md, results.json, gain_vs_lag.png and curves.png.
+Plots: gain_vs_lag.png and curves.png.
 """
 
 from rljax import xla_flags
@@ -46,7 +43,6 @@ from rljax import xla_flags
 xla_flags.set_flags()
 
 import dataclasses  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -62,12 +58,7 @@ from rljax.train import study_lm as repro  # noqa: E402
 IS_CAP = 2.0  # C of TIS and MIS (ours)
 LITE = {"policy_loss": "ppo_clip", "eps_low": 0.2, "eps_high": 0.2}
 CISPO = {k: presets.PRESETS["cispo"][k] for k in LITE}
-DEFAULT = {
-    "none": (0, 1, 2, 4, 8),
-    "tis": (4, 8),
-    "mis": (4, 8),
-    "cispo": (0, 4, 8),
-}
+DEFAULT = {"none": (0, 1, 2, 4, 8), "tis": (4, 8), "mis": (4, 8), "cispo": (0, 4, 8)}
 CLAIMS = {"none": (0, 8), "tis": (8,), "mis": (8,), "cispo": (0, 8)}  # only what the claims read
 QUICK = {"none": (0, 2), "tis": (2,), "mis": (2,), "cispo": (0, 2)}
 SAMPLER_DTYPE = "bfloat16"  # the precision arm's sampler (the learner stays float32)
@@ -94,12 +85,8 @@ def train_all(args, design: dict, precision: dict) -> dict:
     base = repro.testbed_config(__file__, args)
     first = train(args, base, design, "stale")
     second = train(args, base, precision, "stale_bf16", SAMPLER_DTYPE)
-    return {
-        "arms": {**first["arms"], **second["arms"]},
-        "updates": first["updates"],
-        "seconds": {**first["seconds"], **second["seconds"]},
-        "cpu_seconds": {**first["cpu_seconds"], **second["cpu_seconds"]},
-    }
+    out = {k: {**first[k], **second[k]} for k in ("arms", "seconds", "cpu_seconds")}
+    return {**out, "updates": first["updates"]}
 
 
 def train(args, base, design: dict, name: str, sampler_dtype: str = "") -> dict:
@@ -113,10 +100,8 @@ def train(args, base, design: dict, name: str, sampler_dtype: str = "") -> dict:
     lags = [k for _, k in design.values()]
     config = stale_grpo.Config(agent_cfg, max_lag=max(lags), sampler_dtype=sampler_dtype)
     stale_grpo.validate(config)
-    hparams = [
-        stale_grpo.make_hparams(v, k, c, IS_CAP)
-        for v, (c, k) in zip(values, design.values(), strict=True)
-    ]
+    hparams = [stale_grpo.make_hparams(v, k, c, IS_CAP)
+               for v, (c, k) in zip(values, design.values(), strict=True)]  # fmt: skip
     spec = population.Spec(
         learner=stale_grpo, config=config, env=data,
         hparams=jax.tree.map(lambda *x: np.stack(x), *hparams),
@@ -131,38 +116,17 @@ def train(args, base, design: dict, name: str, sampler_dtype: str = "") -> dict:
         fingerprint=fingerprint, **lm_experiment.LOOP_OPTIONS,
     )  # fmt: skip
     key = jax.random.fold_in(learner.eval_key(agent_cfg.eval_seed), 0)
-    base, learners = lm_report.evaluate_learners(
-        run, agent_cfg, result.states, data.base_params, test, points, key
-    )
+    base, learners = lm_report.evaluate_learners(run, agent_cfg, result.states, data.base_params,
+                                                 test, points, key)  # fmt: skip
     updates, curves = repro.read_curves(run.workdir, len(design), args.seeds)
-    stale = read_stale(run.workdir, len(design), args.seeds)
+    _, stale = repro.read_metrics(run.workdir, len(design), args.seeds, STALE_KEYS)
     out = {}
     for g, label in enumerate(design):
-        out[label] = {
-            "learners": learners[g * args.seeds : (g + 1) * args.seeds],
-            "curves": {
-                **{k: v[g] for k, v in curves.items()},
-                **{k: v[g] for k, v in stale.items()},
-            },
-            "base": base,
-        }
+        out[label] = {"learners": learners[g * args.seeds : (g + 1) * args.seeds], "base": base,
+                      "curves": {k: v[g] for k, v in {**curves, **stale}.items()}}  # fmt: skip
     seconds = {name: round(time.perf_counter() - t0, 1)}
     return {"arms": out, "updates": updates, "seconds": seconds,
             "cpu_seconds": {name: round(time.process_time() - c0, 1)}}  # fmt: skip
-
-
-def read_stale(workdir: str, num_points: int, num_seeds: int) -> dict:
-    """The stale learner's own metrics from metrics.jsonl: {key: [G, S, U]} (update order)."""
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    updates = sorted({r["update"] for r in rows})
-    index = {u: i for i, u in enumerate(updates)}
-    out = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in STALE_KEYS}
-    for r in rows:
-        for k in STALE_KEYS:
-            if r.get(k) is not None:
-                out[k][r["grid"], r["seed"], index[r["update"]]] = r[k]
-    return out
 
 
 def lag_invariant(arms: dict, design: dict, precision: dict) -> dict:
@@ -194,46 +158,34 @@ def lag_invariant(arms: dict, design: dict, precision: dict) -> dict:
 
 def decide(arms: dict, design: dict, precision: dict) -> dict:
     top = max(k for _, k in design.values())
+    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"], 3)  # noqa: E731
     fixes16 = [c for c, _ in precision.values() if c != "none"]
     g = {label: repro.gains(a) for label, a in arms.items()}
-    comparisons = {
-        f"none k={top} vs none k=0": repro.effect(g[f"none k={top}"], g["none k=0"]),
-        **{
-            f"{c} k={top} vs none k={top}": repro.effect(g[f"{c} k={top}"], g[f"none k={top}"])
-            for c in ("tis", "mis")
-        },
-        f"cispo k={top} vs cispo k=0": repro.effect(g[f"cispo k={top}"], g["cispo k=0"]),
-        "bf16 none k=0 vs none k=0": repro.effect(g["bf16 none k=0"], g["none k=0"]),
-        **{
-            f"bf16 {c} k=0 vs bf16 none k=0": repro.effect(g[f"bf16 {c} k=0"], g["bf16 none k=0"])
-            for c in fixes16
-        },
-    }
+    pairs = [(f"none k={top}", "none k=0"), *((f"{c} k={top}", f"none k={top}") for c in
+             ("tis", "mis")), (f"cispo k={top}", "cispo k=0"), ("bf16 none k=0", "none k=0"),
+             *((f"bf16 {c} k=0", "bf16 none k=0") for c in fixes16)]  # fmt: skip
+    comparisons = {f"{a} vs {b}": repro.effect(g[a], g[b]) for a, b in pairs}
     d1 = comparisons[f"none k={top} vs none k=0"]
     v1 = verdicts.vs_zero(d1["diff_ci"], higher_is_claimed=False)
-    why1 = f"gain(none, k={top}) − gain(none, k=0) = {d1['diff']:+.3f} {_ci(d1)}"
+    why1 = f"gain(none, k={top}) − gain(none, k=0) = {iv(d1)}"
     each = {c: verdicts.vs_zero(comparisons[f"{c} k={top} vs none k={top}"]["diff_ci"])
             for c in ("tis", "mis")}  # fmt: skip
     v2 = verdicts.over_arms(each.values())
     fixes = {c: comparisons[f"{c} k={top} vs none k={top}"] for c in each}
-    why2 = "; ".join(
-        f"{c.upper()} − none at k={top} = {fixes[c]['diff']:+.3f} {_ci(fixes[c])} ({s})"
-        for c, s in each.items()
-    )
+    why2 = "; ".join(f"{c.upper()} − none at k={top} = {iv(fixes[c])} ({s})"
+                     for c, s in each.items())  # fmt: skip
     d3 = comparisons[f"cispo k={top} vs cispo k=0"]
     v3 = verdicts.matches_or_beats(d3["diff_ci"], margin=0.02)
-    why3 = f"gain(CISPO, k={top}) − gain(CISPO, k=0) = {d3['diff']:+.3f} {_ci(d3)}, margin 0.02"
+    why3 = f"gain(CISPO, k={top}) − gain(CISPO, k=0) = {iv(d3)}, margin 0.02"
     d4 = comparisons["bf16 none k=0 vs none k=0"]
     v4 = verdicts.vs_zero(d4["diff_ci"], higher_is_claimed=False)
-    why4 = f"gain(bf16 none, k=0) − gain(none, k=0) = {d4['diff']:+.3f} {_ci(d4)}"
+    why4 = f"gain(bf16 none, k=0) − gain(none, k=0) = {iv(d4)}"
     each16 = {c: verdicts.vs_zero(comparisons[f"bf16 {c} k=0 vs bf16 none k=0"]["diff_ci"])
               for c in fixes16}  # fmt: skip
     v5 = verdicts.over_arms(each16.values())
     fixes = {c: comparisons[f"bf16 {c} k=0 vs bf16 none k=0"] for c in each16}
-    why5 = "; ".join(
-        f"bf16 {c.upper()} − bf16 none = {fixes[c]['diff']:+.3f} {_ci(fixes[c])} ({st})"
-        for c, st in each16.items()
-    )
+    why5 = "; ".join(f"bf16 {c.upper()} − bf16 none = {iv(fixes[c])} ({st})"
+                     for c, st in each16.items())  # fmt: skip
     names16 = " and ".join(c.upper() for c in fixes16)
     claims = {
         f"uncorrected staleness (k={top}) lowers the gain": (v1, why1),
@@ -244,11 +196,6 @@ def decide(arms: dict, design: dict, precision: dict) -> dict:
         "correction)": (v5, why5),
     }
     return {"claims": claims, "comparisons": comparisons}
-
-
-def _ci(c: dict) -> str:
-    lo, hi = c["diff_ci"]
-    return f"[{lo:+.3f}, {hi:+.3f}]"
 
 
 def plot(args, result: dict, _) -> None:
@@ -265,25 +212,21 @@ def plot(args, result: dict, _) -> None:
             if k in mine:
                 per_seed[:, i] = repro.gains(arms[f"{correction} k={k}"])
         curves[correction] = per_seed
-    stats.plot_bands(
-        np.asarray(lags, float), curves, os.path.join(workdir, "gain_vs_lag.png"),
-        title="Staleness: held-out pass@1 gain vs sampler lag k", xlabel="lag k (updates)",
-        ylabel="pass@1 gain over the SFT base",
-    )  # fmt: skip
+    stats.plot_bands(np.asarray(lags, float), curves, os.path.join(workdir, "gain_vs_lag.png"),
+                     title="Staleness: held-out pass@1 gain vs sampler lag k",
+                     xlabel="lag k (updates)", ylabel="pass@1 gain over the SFT base")  # fmt: skip
     top = max(lags)
     chosen = {k: a for k, a in arms.items() if k in ("none k=0", f"none k={top}", f"tis k={top}",
               f"mis k={top}", f"cispo k={top}")}  # fmt: skip
-    repro.plot_curve(
-        chosen, result["updates"], "correct/mean", os.path.join(workdir, "curves.png"),
-        title="Staleness: training pass rate", ylabel="pass rate of the trained batch",
-    )  # fmt: skip
+    repro.plot_curve(chosen, result["updates"], "correct/mean", os.path.join(workdir, "curves.png"),
+                     title="Staleness: training pass rate",
+                     ylabel="pass rate of the trained batch")  # fmt: skip
 
 
 def check(args) -> None:
     if args.steps <= max(k for _, k in cells(args.quick, args.design).values()):
-        raise cli.ConfigError(
-            f"--steps={args.steps} is invalid; allowed: an integer > the largest lag"
-        )
+        raise cli.ConfigError(f"--steps={args.steps} is invalid; allowed: an integer > the "
+                              "largest lag")  # fmt: skip
 
 
 def run(args) -> dict:
@@ -298,16 +241,11 @@ def run(args) -> dict:
 def report(args, result: dict, record: dict) -> study.Report:
     arms, invariant = result["arms"], result["lag_invariant"]
     design, precision = cells(args.quick, args.design), precision_cells(args.quick)
-    rows = repro.summaries(
-        arms,
-        {
-            "gain": repro.gains,
-            "pass@1": lambda a: repro.final(a, "pass@1"),
-            "|log π_prox/μ|": lambda a: repro.late(a, "stale/abs_log_ratio", fraction=1.0),
-            "share over C": lambda a: repro.late(a, "stale/over_cap", fraction=1.0),
-            "entropy": lambda a: repro.late(a, "entropy"),
-        },
-    )
+    rows = repro.summaries(arms, {
+        "gain": repro.gains, "pass@1": repro.at("pass@1"),
+        "|log π_prox/μ|": repro.late_of("stale/abs_log_ratio", 1.0),
+        "share over C": repro.late_of("stale/over_cap", 1.0), "entropy": repro.late_of("entropy"),
+    })  # fmt: skip
     base = next(iter(arms.values()))["base"]
     context = [
         f"Base held-out pass@1: {base['pass@1']:.3f}. Lag invariant: holds on all "
@@ -343,7 +281,6 @@ STUDY = study.Study(
     flags=add_flags, check=check, seeds=3, steps=40, low=repro.LOW,
     quick={**repro.QUICK, "steps": 6},  # enough updates for the lag to show (k = 2)
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

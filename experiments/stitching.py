@@ -1,9 +1,5 @@
 """TD vs supervised stitching (#24): success on (start, goal) pairs no trajectory connects.
 
-    PYTHONPATH=. nice -n 10 python experiments/stitching.py            # default
-    PYTHONPATH=. python experiments/stitching.py --quick               # the test's run
-    PYTHONPATH=. python experiments/stitching.py --seed=1000           # second seed set
-
 Ghugare, Geist, Berseth & Eysenbach 2024 ("Closing the Gap between TD Learning and Supervised
 Learning -- A Generalisation Point of View", #24) call trajectory stitching a combinatorial
 generalisation: reaching a goal from a start that never shared a trajectory with it. They find
@@ -34,13 +30,11 @@ of 512 in-distribution pairs: a start and a later state of one trajectory).
 Claims (``claims``): TD stitches better than BC (gc-q − gcbc and gc-q tabular − gcbc,
 intervals > 0, combined by ``verdicts.over_arms``); augmentation helps BC (gcbc+aug − gcbc >
 0); augmentation closes the gap (gcbc+aug matches or beats each TD arm within ``MARGIN`` = 0.1
-success, ``over_arms``). Each comparison's status by ``rljax/train/verdicts.py``
-(``vs_zero``, ``matches_or_beats``); the verdict is ``verdicts.overall`` of the three.
+success, ``over_arms``). Each comparison's status by ``verdicts.vs_zero`` or
+``verdicts.matches_or_beats``.
 
-Writes results.md, results.json, success_unseen.png (success on unseen pairs over updates, mean
-and 95% interval over seeds) and success_by_distance.png to --workdir. Measured (2026-11-27,
-2-core AMD EPYC shared with other jobs at a load average of 17-23): the default took 621 s
-(seeds 0-4) and 692 s (--seed=1000) wall; --quick 107 s wall with 31 s of CPU. Results and
+Plots: success_unseen.png (success on unseen pairs over updates, mean and 95% interval over seeds)
+and success_by_distance.png. The default takes about 11 min on the shared 2-core CPU. Results and
 their reading: docs/stitching_and_in_context_rl.md.
 """
 
@@ -224,20 +218,18 @@ def report(args, out: dict, record: dict) -> study.Report:
                 for k, d in dist.items()}  # fmt: skip
     f2 = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731
     reason = "; ".join(f"{k}: {c['status']} ({_claim_text(c)})" for k, c in cl.items())
+    success_table = study.md_table(
+        ("arm", "in-distribution pairs: success [95% CI]",
+         *(f"unseen, rooms {k} apart" for k in dist_sum)),
+        ((n, f2(seen[n]), *(f2(d[n]) for d in dist_sum.values())) for n in ARMS))  # fmt: skip
     notes = [
         f"Metric: share of the {len(built['unseen'])} unseen (start, goal) pairs (rooms ≥ 2 "
         f"apart) reached within {args.horizon} steps by the greedy policy, per seed (one "
         f"dataset and one learner per seed). Test pairs that co-occur in a training trajectory, "
         f"summed over seeds: **{built['co_occurring']}** (must be 0).",
         "",
-        "| arm | in-distribution pairs: success [95% CI] | "
-        + " | ".join(f"unseen, rooms {k} apart" for k in dist_sum)
-        + " |",
-        "|---|---|" + "---|" * len(dist_sum),
+        *success_table,
     ]
-    for name in ARMS:
-        notes.append(f"| {name} | {f2(seen[name])} | "
-                     + " | ".join(f2(d[name]) for d in dist_sum.values()) + " |")  # fmt: skip
     notes += ["", "**Claims** (difference of unseen-pair success, 95% bootstrap interval):", ""]
     notes += [f"* {CLAIMS[k]}: **{c['status']}**, {_claim_text(c)}" for k, c in cl.items()]
     notes += [
@@ -253,27 +245,18 @@ def report(args, out: dict, record: dict) -> study.Report:
     ]
     return study.Report(
         title="TD vs supervised stitching (#24): success on never-co-occurring (start, goal) pairs",
-        claim=(
-            "goal-conditioned TD learning stitches trajectories (reaches goals never seen with "
-            "the start) while goal-conditioned BC does not; temporal augmentation (goals "
-            "relabelled through waypoints of other trajectories) gives BC that ability"
-        ),
-        claims=cl,
-        reason=reason,
-        arms=arms,
-        metric="unseen-pair success",
+        claim="goal-conditioned TD learning stitches trajectories (reaches goals never seen with "
+        "the start) while goal-conditioned BC does not; temporal augmentation (goals "
+        "relabelled through waypoints of other trajectories) gives BC that ability",
+        claims=cl, reason=reason, arms=arms, notes=notes, digits=2, metric="unseen-pair success",
         extra={
-            "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()},
-            "seen_pairs": seen,
+            "claims": {k: {**c, "text": CLAIMS[k]} for k, c in cl.items()}, "seen_pairs": seen,
             "by_room_distance": {str(k): v for k, v in dist_sum.items()},
-            "unseen_co_occurring": built["co_occurring"],
-            "num_unseen_pairs": len(built["unseen"]),
+            "unseen_co_occurring": built["co_occurring"], "num_unseen_pairs": len(built["unseen"]),
             "curves": {name: r["unseen"].mean(2).mean(0).tolist() for name, r in res.items()},
             **meta,
         },
-        notes=notes,
-        digits=2,
-    )
+    )  # fmt: skip
 
 
 def plot(args, out: dict, _) -> None:
@@ -287,38 +270,20 @@ def plot(args, out: dict, _) -> None:
 
 
 def _plot_distance(dist: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
     width = 0.8 / len(ARMS)
-    for j, name in enumerate(ARMS):
-        for i, d in enumerate(dist.values()):
-            v = np.asarray(d[name])
-            lo, hi = stats.stratified_bootstrap(v, num_resamples=500)
-            ax.bar(i + j * width, v.mean(), width, color=f"C{j}", label=name if i == 0 else None,
-                   yerr=[[v.mean() - lo], [hi - v.mean()]], capsize=3)  # fmt: skip
-    ax.set_xticks(np.arange(len(dist)) + 0.4 - width / 2)
-    ax.set_xticklabels([f"rooms {k} apart" for k in dist])
-    ax.set_ylabel("success on unseen pairs")
-    ax.set_title("Final success by distance (mean, 95% CI over seeds)")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def add_flags(p) -> None:
-    p.add_argument("--updates", type=int, default=0, help="gradient updates per learner")
-    p.add_argument("--samples", type=int, default=0, help="relabelled samples per arm and seed")
-    p.add_argument("--per-region", type=int, default=0, help="trajectories per two-room region")
-    p.add_argument("--evals", type=int, default=0, help="evaluations during training")
-    p.add_argument("--rooms", type=int, default=4)
-    p.add_argument("--room-size", type=int, default=3)
-    p.add_argument("--horizon", type=int, default=60, help="evaluation steps per pair")
+    with study.figure(path, figsize=(6.4, 3.8)) as (_, ax):
+        for j, name in enumerate(ARMS):
+            for i, d in enumerate(dist.values()):
+                v = np.asarray(d[name])
+                lo, hi = stats.stratified_bootstrap(v, num_resamples=500)
+                ax.bar(i + j * width, v.mean(), width, color=f"C{j}",
+                       label=name if i == 0 else None, yerr=[[v.mean() - lo], [hi - v.mean()]],
+                       capsize=3)  # fmt: skip
+        ax.set_xticks(np.arange(len(dist)) + 0.4 - width / 2, [f"rooms {k} apart" for k in dist])
+        ax.set(ylabel="success on unseen pairs",
+               title="Final success by distance (mean, 95% CI over seeds)")  # fmt: skip
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
 
 
 def check(args) -> None:
@@ -351,10 +316,16 @@ def run(args) -> dict:
 
 STUDY = study.Study(
     script=__file__, doc=__doc__, workdir="runs/stitching", run=run, report=report, plot=plot,
-    flags=add_flags, check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
+    check=check, seeds=0, defaults=DEFAULTS, quick=QUICK,
     low={"seeds": 3, "evals": 1, "samples": 256, "per-region": 1, "horizon": 1},
+    options={
+        "updates": (0, "gradient updates per learner"),
+        "samples": (0, "relabelled samples per arm and seed"),
+        "per-region": (0, "trajectories per two-room region"),
+        "evals": (0, "evaluations during training"), "rooms": 4, "room-size": 3,
+        "horizon": (60, "evaluation steps per pair"),
+    },
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -1,9 +1,6 @@
 """Tricks or Traps (#3 in PAPERS.md): advantage normalization, clip-higher and aggregation, from a
 lightly and a heavily trained initialization, as populations on the RLVR testbed.
 
-    PYTHONPATH=. python experiments/tricks_or_traps.py --workdir runs/tricks_or_traps
-    PYTHONPATH=. python experiments/tricks_or_traps.py --workdir /tmp/tot --quick
-
 Design (a one-factor-at-a-time fraction of the 4 × 2 × 2 × 2 factorial, stated): around the centre
 point "group mean+std advantages, token-level mean, ε_high = 0.2" each factor moves alone:
 advantage normalization {group mean+std (GRPO), group mean + batch std (Lite PPO), group mean only
@@ -17,12 +14,8 @@ carrying one corrupted character) and "aligned" (4,000 steps on clean traces).
 Metrics per arm over seeds: held-out pass@1 and pass@16 (200 problems × 16 samples, host
 verifiers), training entropy and response length (mean over the last 20% of updates).
 
-Measured on the shared 2-core CPU (Intel Xeon, jax 0.10.2), SFT bases cached: default 40.5 min
-wall under a load of 4-7 (two other jobs running), 19.5 CPU-minutes (all threads; alone the
-process uses ~1.7 cores); the same-sized run with --seed=100 on the otherwise idle machine:
-10 min 21 s wall, 17.2 CPU-minutes;
-the aligned base's 4,000 SFT steps take 189 s once. --quick: 81 s wall under load, ~40 s CPU.
-Writes results.md, results.json and curves_<init>.png / entropy_<init>.png.
+The default takes about 10 min on the idle 2-core CPU (SFT bases cached; the aligned base's 4,000
+SFT steps take 3 min once). Plots: curves_<init>.png / entropy_<init>.png.
 """
 
 from rljax import xla_flags
@@ -40,13 +33,11 @@ INITS = {
 }
 CENTRE = {"advantage": "grpo", "aggregation": "token_mean", "eps_high": 0.2, "dynamic_sampling": 0}
 ARMS = {
-    "GRPO norm": {},
-    "Lite PPO": {"advantage": "lite_ppo"},
-    "Dr.GRPO norm": {"advantage": "dr_grpo"},
-    "batch norm": {"advantage": "batch"},
+    "GRPO norm": {}, "Lite PPO": {"advantage": "lite_ppo"},
+    "Dr.GRPO norm": {"advantage": "dr_grpo"}, "batch norm": {"advantage": "batch"},
     "GRPO norm, sequence-level": {"aggregation": "seq_mean_token_mean"},
     "GRPO norm, clip-higher": {"eps_high": 0.28},
-}
+}  # fmt: skip
 DAPO = {"DAPO": {"eps_high": 0.28, "dynamic_sampling": 1}}
 CHUNK = 20  # updates between quick evaluations
 
@@ -56,13 +47,8 @@ def populations(quick: bool) -> list[repro.Population]:
     pops = []
     for init, sft in INITS.items():
         for name, arms in (("", {**ARMS, **DAPO}),) if quick else (("", ARMS), ("_dapo", DAPO)):
-            pops.append(
-                repro.Population(
-                    name=f"{init}{name}",
-                    arms={f"{label} [{init}]": {**CENTRE, **a} for label, a in arms.items()},
-                    sft=sft,
-                )
-            )
+            arms = {f"{label} [{init}]": {**CENTRE, **a} for label, a in arms.items()}
+            pops.append(repro.Population(name=f"{init}{name}", arms=arms, sft=sft))
     return pops
 
 
@@ -75,14 +61,11 @@ def decide(arms: dict) -> dict:
         for rival in ("GRPO norm", "DAPO"):
             name = f"Lite PPO vs {rival} [{init}] (pass@1)"
             comparisons[name] = repro.effect(p1[f"Lite PPO [{init}]"], p1[f"{rival} [{init}]"])
-        name = f"sequence vs token [{init}] (pass@1)"
-        comparisons[name] = repro.effect(
+        comparisons[f"sequence vs token [{init}] (pass@1)"] = repro.effect(
             p1[f"GRPO norm, sequence-level [{init}]"], p1[f"GRPO norm [{init}]"]
         )
-        name = f"clip-higher vs 0.2 [{init}] (entropy)"
-        comparisons[name] = repro.effect(
-            ent[f"GRPO norm, clip-higher [{init}]"], ent[f"GRPO norm [{init}]"]
-        )
+        comparisons[f"clip-higher vs 0.2 [{init}] (entropy)"] = repro.effect(
+            ent[f"GRPO norm, clip-higher [{init}]"], ent[f"GRPO norm [{init}]"])  # fmt: skip
     signs = {k: c["sign"] for k, c in comparisons.items()}
 
     lite = [signs[f"Lite PPO vs {r} [{i}] (pass@1)"] for i in INITS for r in ("GRPO norm", "DAPO")]
@@ -94,10 +77,7 @@ def decide(arms: dict) -> dict:
     else:
         v1, why1 = "partly", f"Lite PPO is significantly worse in {lite.count('-')} of 4"
 
-    seq_base, seq_al = (
-        signs["sequence vs token [base] (pass@1)"],
-        signs["sequence vs token [aligned] (pass@1)"],
-    )
+    seq_base, seq_al = (signs[f"sequence vs token [{i}] (pass@1)"] for i in ("base", "aligned"))
     if (seq_base, seq_al) == ("-", "+"):
         v2, why2 = "reproduced", "token-level wins on the base, sequence-level on the aligned model"
     elif seq_base == "+" or seq_al == "-":
@@ -132,21 +112,14 @@ def plot(args, result: dict, _) -> None:
     updates, workdir = result["updates"], args.workdir
     ends = repro.chunk_ends(updates, 1 if args.quick else CHUNK)
     for init in INITS:
-        mine = {
-            k.removesuffix(f" [{init}]"): a
-            for k, a in result["arms"].items()
-            if k.endswith(f"[{init}]")
-        }
-        repro.plot_curve(
-            mine, updates, "pass@1/mean", os.path.join(workdir, f"curves_{init}.png"),
-            title=f"Tricks or Traps, {init} init: quick held-out pass@1",
-            ylabel="pass@1 (128 held-out problems)", at=ends,
-        )  # fmt: skip
-        repro.plot_curve(
-            mine, updates, "entropy", os.path.join(workdir, f"entropy_{init}.png"),
-            title=f"Tricks or Traps, {init} init: policy entropy",
-            ylabel="mean token entropy (nats)",
-        )  # fmt: skip
+        mine = {k.removesuffix(f" [{init}]"): a for k, a in result["arms"].items()
+                if k.endswith(f"[{init}]")}  # fmt: skip
+        repro.plot_curve(mine, updates, "pass@1/mean", os.path.join(workdir, f"curves_{init}.png"),
+                         title=f"Tricks or Traps, {init} init: quick held-out pass@1",
+                         ylabel="pass@1 (128 held-out problems)", at=ends)  # fmt: skip
+        repro.plot_curve(mine, updates, "entropy", os.path.join(workdir, f"entropy_{init}.png"),
+                         title=f"Tricks or Traps, {init} init: policy entropy",
+                         ylabel="mean token entropy (nats)")  # fmt: skip
 
 
 def run(args) -> dict:
@@ -157,15 +130,9 @@ def run(args) -> dict:
 def report(args, result: dict, record: dict) -> study.Report:
     arms = result["arms"]
     n = 4 if args.quick else 16
-    rows = repro.summaries(
-        arms,
-        {
-            "pass@1": lambda a: repro.final(a, "pass@1"),
-            f"pass@{n}": lambda a: repro.final(a, f"pass@{n}"),
-            "entropy": lambda a: repro.late(a, "entropy"),
-            "length": lambda a: repro.late(a, "response/length"),
-        },
-    )
+    rows = repro.summaries(arms, {"pass@1": repro.at("pass@1"), f"pass@{n}": repro.at(f"pass@{n}"),
+                                  "entropy": repro.late_of("entropy"),
+                                  "length": repro.late_of("response/length")})  # fmt: skip
     bases = {i: next(a["base"] for k, a in arms.items() if k.endswith(f"[{i}]")) for i in INITS}
     context = [
         f"Bases (held-out pass@1 / pass@{n}): "
@@ -174,27 +141,19 @@ def report(args, result: dict, record: dict) -> study.Report:
         "Design: one factor at a time around the centre point (see the script's docstring).",
     ]
     return repro.report(
-        args,
-        result,
-        record,
-        decide(arms),
-        rows,
+        args, result, record, decide(arms), rows,
         title="Tricks or Traps (#3): advantage normalization × clip-higher × aggregation × init",
         claim="Lite PPO matches or beats GRPO and DAPO; token-level aggregation suits the base "
         "model, sequence-level the aligned one; clip-higher mainly protects the aligned model's "
-        "entropy.",
-        headline="pass@1",
-        metric="held-out pass@1",
-        context=context,
+        "entropy.", headline="pass@1", metric="held-out pass@1", context=context,
         extra={"bases": bases},
-    )
+    )  # fmt: skip
 
 
 STUDY = study.Study(
-    script=__file__, doc=__doc__, workdir="runs/tricks_or_traps", run=run, report=report,
-    plot=plot, seeds=3, steps=60, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
+    script=__file__, doc=__doc__, workdir="runs/tricks_or_traps", run=run, report=report, plot=plot,
+    seeds=3, steps=60, quick=repro.QUICK, low=repro.LOW, flags=repro.flags,
 )  # fmt: skip
-main = STUDY.main
 
 if __name__ == "__main__":
     STUDY.entry()

@@ -7,10 +7,14 @@ claim statuses, and its plot. Everything else is here, written once::
         script=__file__, doc=__doc__, workdir="runs/kl_bayes", run=run, report=report,
         plot=plot, seeds=10, quick={"seeds": 3, "steps": 200}, flags=add_flags, check=check,
     )
-    main = STUDY.main  # main(argv) -> the numbers `run` returned (tests call it)
 
     if __name__ == "__main__":
         STUDY.entry()  # one-line errors and exit codes (rljax.cli.main)
+
+Every study runs the same way: ``PYTHONPATH=. nice -n 10 python experiments/<name>.py`` for the
+default (into its ``workdir``), ``--quick`` for the short run its test makes, ``--seed=1000`` for
+a second seed set, ``--workdir DIR`` elsewhere; ``STUDY.main(argv)`` returns the numbers ``run``
+returned (the tests call it).
 
 ``Study.main`` does, in order: quiet third-party logs; parse the shared flags (``--workdir``,
 ``--quick``, ``--seeds``, ``--seed``, ``--steps``, ``--resume``, as the study asks for them) and
@@ -23,14 +27,20 @@ study; turn its numbers into a ``Report`` (the verdict from its claims by the on
 ``rljax.train.verdicts.overall``) or ``Files``; write results.json and results.md
 (``rljax.stats.write_results``); draw its plots; print results.md.
 
-Also here: ``config`` (a shipped ``configs/<name>.py`` of the study's checkout), ``resamples``,
-and the text the reports share: ``diff_text``, ``record_lines``, ``claim_lines``,
-``checked_claims``, ``tally``.
+Also here: ``config`` (a shipped ``configs/<name>.py`` of the study's checkout), ``figure`` (a
+plot saved and closed), ``resamples`` and the text the reports share: ``diff_text``, ``table``,
+``md_table``, ``record_lines``, ``claim_lines``, ``checked_claims``, ``tally``.
+
+Beside it, what several studies share: ``verdicts`` (the one rule), ``arm_store`` (``--resume``),
+``study_population`` (populations of classic learners), ``study_lm`` (the RLVR testbed),
+``study_scratch`` (language models trained from scratch), ``study_stats`` (rank correlations and
+the cells × seeds bootstrap) and ``study_checks`` (exact identities between rljax's losses).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -93,7 +103,10 @@ class Study:
       report: ``(args, out, record) -> Report | Files``; ``record`` is
         ``rljax.machine.run_record`` of the run (seconds, load, machine, date, command).
       plot: ``(args, out, report) -> None``, the study's figures into ``args.workdir``.
-      flags: ``parser -> None``, adds the study's own flags.
+      options: the study's own plain flags, ``{name: default}``, ``{name: (default, help)}`` or
+        ``{name: (default, help, type)}``: ``--name`` of the default's type (int, float or str)
+        unless a type is given (a None default, "not set", needs one).
+      flags: ``parser -> None``, adds the study's other flags (choices, lists, None defaults).
       check: ``args -> None``, the study's own checks after filling (raise ``cli.ConfigError``).
       seeds: the default of ``--seeds`` (None: no such flag; 0: taken from ``defaults``).
       steps: the default of ``--steps``, likewise.
@@ -103,7 +116,7 @@ class Study:
         if it was left at 0, any other name is set.
       defaults: the values of the flags left at 0 without ``--quick``.
       low: lower bounds of integer flags by name (``{"seeds": 3, "eval-tasks": 1}``), checked
-        after filling.
+        after filling, in this order.
       workdir_flags: the names of the workdir flag (dest ``workdir``).
     """
 
@@ -113,6 +126,7 @@ class Study:
     run: Callable[[argparse.Namespace], Any]
     report: Callable[[argparse.Namespace, Any, dict], Report | Files]
     plot: Callable[[argparse.Namespace, Any, Report], None] = _none
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     flags: Callable[[cli.ArgumentParser], None] = _none
     check: Callable[[argparse.Namespace], None] = _none
     seeds: int | None = None
@@ -146,6 +160,12 @@ class Study:
             p.add_argument("--seed", type=int, default=0, help="first seed of the set")
         if self.resume:
             p.add_argument("--resume", action="store_true", help="reuse the arms a run finished")
+        for name, spec in self.options.items():
+            default, what, *kind = spec if isinstance(spec, tuple) else (spec, None)
+            kind = kind[0] if kind else type(default)
+            if kind not in (int, float, str):
+                raise TypeError(f"option {name}={default!r}: the type must be int, float or str")
+            p.add_argument(f"--{name}", type=kind, default=default, help=what)
         self.flags(p)
         return p
 
@@ -211,6 +231,26 @@ def write(workdir: str, report: Report | Files) -> str | None:
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def figure(path: str, *, nrows: int = 1, ncols: int = 1, dpi: int = 120, tight: bool = True,
+           **subplots):  # fmt: skip
+    """``with study.figure(path, figsize=(6, 4)) as (fig, ax):`` a matplotlib figure (Agg backend)
+    that is laid out (``tight``), saved to ``path`` and closed on leaving the block."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(nrows, ncols, **subplots)
+    try:
+        yield fig, ax
+        if tight:
+            fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+    finally:
+        plt.close(fig)
+
+
 def config(script: str, name: str, arg: str | None = None):
     """``get_config(arg)`` of ``configs/<name>.py`` of the checkout the study ``script`` is in
     (``experiments/`` and ``configs/`` are siblings)."""
@@ -241,6 +281,32 @@ def record_lines(settings: dict, record: dict) -> list[str]:
         f"Wall time: {record['seconds']:.0f} s ({record['load']}); {record['machine']}; "
         f"command: `{record['command']}`.",
     ]
+
+
+def table(rows: Mapping[str, Mapping[str, dict]], columns: Sequence, *, first: str = "arm",
+          digits: int = 3) -> list[str]:  # fmt: skip
+    """Markdown table lines, one row per ``rows`` entry, each cell ``mean [95% CI]`` of a
+    ``rljax.stats.summarize`` dict.
+
+    Args:
+      rows: ``{row name: {key: summary}}``.
+      columns: keys, or ``(header, key, digits)`` triples.
+      first: the first column's header.
+      digits: decimals of the columns given as keys.
+    """
+    cols = [c if isinstance(c, tuple) else (c, c, digits) for c in columns]
+    lines = [f"| {first} | " + " | ".join(h for h, _, _ in cols) + " |"]
+    lines.append("|---" * (len(cols) + 1) + "|")
+    for name, row in rows.items():
+        cells = [stats.format_interval(row[k], digits=d) for _, k, d in cols]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def md_table(header: Sequence[str], rows) -> list[str]:
+    """Markdown table lines from a header and rows of cells (each shown with ``str``)."""
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
 def claim_lines(claims: Mapping[str, tuple[str, str]]) -> list[str]:

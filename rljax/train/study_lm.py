@@ -179,18 +179,26 @@ def _without_empty_updates(curves: dict) -> dict:
 
 def read_curves(workdir: str, num_points: int, num_seeds: int):
     """Per-learner training curves from metrics.jsonl: (updates [U], {key: [G, S, U]})."""
+    updates, curves = read_metrics(workdir, num_points, num_seeds)
+    return updates, _without_empty_updates(curves)
+
+
+def read_metrics(workdir: str, num_points: int, num_seeds: int, keys=None):
+    """Metrics of every learner from metrics.jsonl: (updates [U], {key: [G, S, U]}), NaN where
+    a learner logged none; ``keys`` None: ``CURVE_KEYS`` and the per-level / per-problem keys."""
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     updates = sorted({r["update"] for r in rows})
     index = {u: i for i, u in enumerate(updates)}
-    keys = CURVE_KEYS + tuple(sorted({k for r in rows for k in r if k.startswith(PREFIXES)}))
+    if keys is None:
+        keys = CURVE_KEYS + tuple(sorted({k for r in rows for k in r if k.startswith(PREFIXES)}))
     curves = {k: np.full((num_points, num_seeds, len(updates)), np.nan) for k in keys}
     for r in rows:
         for k in keys:
             value = r.get(k)
             if value is not None:
                 curves[k][r["grid"], r["seed"], index[r["update"]]] = value
-    return np.asarray(updates), _without_empty_updates(curves)
+    return np.asarray(updates), curves
 
 
 def final(arm: dict, key: str) -> list[float]:
@@ -204,6 +212,16 @@ def pass_at(evaluation: dict, key: str) -> float:
         return evaluation[key]
     curve = evaluation["pass_at_k"]
     return curve["pass"][curve["k"].index(int(key.removeprefix("pass@")))]
+
+
+def at(key: str):
+    """The table column ``final(arm, key)`` (one held-out number per seed)."""
+    return lambda arm: final(arm, key)
+
+
+def late_of(key: str, fraction: float = 0.2):
+    """The table column ``late(arm, key, fraction)`` (a training metric per seed)."""
+    return lambda arm: late(arm, key, fraction)
 
 
 def late(arm: dict, key: str, fraction: float = 0.2) -> list[float]:
@@ -231,15 +249,6 @@ def _summary(values: list[float]) -> dict:
         return stats.summarize(kept)
     return {"n": 0, "mean": None, "mean_ci": [None, None], "iqm": None, "iqm_ci": [None, None],
             "std": None, "values": []}  # fmt: skip
-
-
-def table(rows: dict, columns: list[str], digits: int = 3) -> list[str]:
-    """Markdown table lines: one row per arm, `mean [95% CI]` per column."""
-    lines = ["| arm | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    for label, row in rows.items():
-        cells = [stats.format_interval(row[c], digits=digits) for c in columns]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return lines
 
 
 def difference_line(name: str, c: dict, digits: int = 3) -> str:
@@ -299,7 +308,7 @@ def report(
         "",
         *context,
         "",
-        *table(rows, list(next(iter(rows.values())))),
+        *study.table(rows, list(next(iter(rows.values())))),
         "",
         *after_table,
         "| comparison | difference [95% CI] | P(improvement) |",

@@ -16,9 +16,9 @@ import jax
 import numpy as np
 
 from rljax import envs
-from rljax.agents import learner
+from rljax.agents import dqn, learner
 from rljax.parallel import mesh as mesh_lib
-from rljax.train import population
+from rljax.train import population, study, verdicts
 
 
 def make_env(name: str, **kwargs):
@@ -45,6 +45,28 @@ def make_env(name: str, **kwargs):
         action_high=0.0,
         max_steps=int(params.max_steps_in_episode),
     )
+
+
+def dqn_for_budget(c, steps: int, overrides: dict | None = None, buffer_size: int | None = None):
+    """``configs/dqn.py``'s ``c`` fitted to a run of ``steps`` env steps per agent: (Config,
+    hyperparameters). ``overrides`` replace fields of its dqn block (e.g. the head).
+
+    Short runs: ε reaches its floor by mid-run, learning starts after at most a tenth of the run,
+    the target updates at least 20 times, and the buffer holds at most half the run (or
+    ``buffer_size`` transitions).
+    """
+    config = learner.config_from_dict(dqn.Config, "dqn", {**c.dqn.to_dict(), **(overrides or {})})
+    hp = {k: float(v) for k, v in c.hparams.items()}
+    hp["eps_decay_steps"] = min(hp["eps_decay_steps"], steps / 2)
+    n = config.num_envs
+    if buffer_size is None:
+        buffer_size = max(config.n_step + 1, min(config.buffer_size, steps // 2) // n) * n
+    return dataclasses.replace(
+        config,
+        buffer_size=buffer_size,
+        learning_starts=max(config.batch_size, min(config.learning_starts, steps // 10)),
+        target_update_every=max(n, min(config.target_update_every, steps // 20) // n * n),
+    ), hp
 
 
 def greedy_returns(env, policy, key: jax.Array, num_envs: int, length: int) -> jax.Array:
@@ -254,3 +276,78 @@ def train_arms(programs, agent_config, hparams: dict, args, on_arm=None) -> dict
               + ", ".join(f"{a} {np.mean(out['curves'][a], 0)[-1]:.2f}" for a in arms),
               flush=True)  # fmt: skip
     return out
+
+
+# ---- the meta-RL studies (emergent exploration on bandits and gridworlds) --------------------
+
+
+def meta_rl_spec(programs, agent_config, defaults: dict, quick: dict) -> dict:
+    """The ``rljax.train.study.Study`` fields the meta-RL studies share: seeds, env steps per
+    agent and ``--eval-tasks`` (new lifetimes for the test), flags left at 0 taking ``defaults``
+    (or ``quick``); every program's static config is checked before anything compiles."""
+    per_update = programs[0][0].env_steps_per_update(agent_config(programs[0][0], 1))
+
+    def check(args):
+        for module, _, _ in programs:
+            module.validate(agent_config(module, max(1, args.steps // per_update)))
+
+    def flags(p):
+        p.add_argument("--eval-tasks", type=int, default=0, help="new lifetimes for the test")
+
+    return dict(seeds=0, steps=0, defaults=defaults, quick=quick, flags=flags, check=check,
+                low={"seeds": 3, "steps": per_update, "eval-tasks": 1})  # fmt: skip
+
+
+def pretrain(train, state, evals: int, what: str, t0: float, *data) -> tuple:
+    """``evals`` chunks of ``train(*data, state) -> (state, metrics)`` (the in-context studies'
+    pretraining); returns the state and the seed-mean ``metrics["accuracy/last"]`` after each
+    chunk, printed as ``what`` with the seconds since ``t0``."""
+    curve = []
+    for c in range(evals):
+        state, metrics = train(*data, state)
+        curve.append(float(np.mean(metrics["accuracy/last"])))
+        print(f"chunk {c + 1}/{evals}: {what} {curve[-1]:.2f}, {time.perf_counter() - t0:.0f} s",
+              flush=True)  # fmt: skip
+    return state, curve
+
+
+def log_evaluated(t0: float, what: str, values: dict) -> None:
+    """The progress line after an evaluation: seconds since ``t0``, then ``what`` per arm."""
+    shown = ", ".join(f"{k} {float(v):.2f}" for k, v in values.items())
+    print(f"evaluated: {time.perf_counter() - t0:.0f} s; {what} {shown}", flush=True)
+
+
+def seed_keys(seed: int, seeds: int) -> jax.Array:
+    """``[seeds]`` evaluation keys, one per seed of the set: fold_in(fold_in(key(seed), 1), s)."""
+    root = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
+    return jax.vmap(lambda s: jax.random.fold_in(root, s))(jax.numpy.arange(seeds))
+
+
+def part(comparison: dict, rule) -> dict:
+    """One part of a claim: a comparison (``diff``, ``diff_ci``) and its status by ``rule``."""
+    return {**comparison, "status": rule(comparison["diff_ci"])}
+
+
+def claims_of_parts(parts: dict, margin: float) -> dict:
+    """``{claim: {"status", "per_arm", "margin"}}`` from ``{claim: {part name: part}}``: a claim
+    holds when every part does (``verdicts.over_arms``)."""
+    return {
+        name: {"status": verdicts.over_arms(p["status"] for p in ps.values()), "per_arm": ps,
+               "margin": margin}
+        for name, ps in parts.items()
+    }  # fmt: skip
+
+
+def parts_text(claims: dict, texts: dict) -> tuple[str, list[str]]:
+    """(the verdict's reason, results.md's bullets) of ``claims_of_parts``'s claims."""
+    iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
+    reason = "; ".join(
+        f"{k}: {c['status']} (" + ", ".join(f"{p} {iv(d)}" for p, d in c["per_arm"].items()) + ")"
+        for k, c in claims.items()
+    )
+    bullets = [
+        f"* {texts[k]}: **{c['status']}**; "
+        + ", ".join(f"{p} {iv(d)} ({d['status']})" for p, d in c["per_arm"].items())
+        for k, c in claims.items()
+    ]
+    return reason, bullets

@@ -10,14 +10,16 @@ host verifiers.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from rljax import stats
+from rljax import machine, stats
 from rljax.agents import grpo, learner, sft
 from rljax.agents.grpo import presets
 from rljax.lm.model import tokenizer
@@ -30,6 +32,18 @@ from rljax.lm.tasks.evaluation import pass_at_k
 # The shared flags of the two studies: Study(seeds=3, steps=..., quick=QUICK, low=LOW).
 QUICK = {"steps": 2}  # with the study's tiny budget: 2 updates per learner
 LOW = {"seeds": 3, "steps": 1}
+
+
+def distinct(count: int, exclude: set, generate: Callable[..., Problem], *args, **kwargs) -> list:
+    """``count`` problems ``generate(*args, **kwargs)`` with distinct prompts, none in ``exclude``
+    (drawn until there are enough; a repeat costs one more draw of the generator's RNG)."""
+    out, seen = [], set(exclude)
+    while len(out) < count:
+        p = generate(*args, **kwargs)
+        if p.prompt not in seen:
+            seen.add(p.prompt)
+            out.append(p)
+    return out
 
 
 def encode(problems: list[Problem], answers: list[str], prompt_len: int, completion_len: int):
@@ -198,6 +212,14 @@ def pass_curve(correct: np.ndarray, ks) -> np.ndarray:
     n = correct.shape[-1]
     counts = correct.sum(-1)
     return np.asarray([[pass_at_k(n, c, k).mean() for k in ks] for c in counts])
+
+
+def run_extra(args, budget, seconds: float, phase_seconds: dict) -> dict:
+    """results.json's record of a from-scratch run: times, seeds, budget (a dataclass), machine."""
+    return {
+        "seconds": seconds, "phase_seconds": phase_seconds, "seeds": args.seeds, "seed": args.seed,
+        "steps": args.steps, "budget": dataclasses.asdict(budget), "machine": machine.describe(),
+    }  # fmt: skip
 
 
 def paired(a, b) -> dict:

@@ -31,8 +31,9 @@ PARTLY = "partly"
 CONTRADICTED = "contradicted"
 UNDECIDED = "not at this scale"
 STATUSES = (REPRODUCED, PARTLY, CONTRADICTED, UNDECIDED)
-# Older per-claim words that some scripts print, read as the statuses above.
+# Older per-claim words that some studies print, read as the statuses above (WORDS: back).
 _ALIASES = {"holds": REPRODUCED, "fails": CONTRADICTED, "tie": UNDECIDED}
+WORDS = {v: k for k, v in _ALIASES.items()}
 
 
 def status(value) -> str:

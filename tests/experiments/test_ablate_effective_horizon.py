@@ -22,7 +22,7 @@ def _load():
 @pytest.mark.timeout(300)
 def test_quick_writes_results(tmp_path):
     mod = _load()
-    mod.main(["--quick", "--workdir", str(tmp_path)])
+    mod.STUDY.main(["--quick", "--workdir", str(tmp_path)])
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["verdict"] in ("reproduced", "partly", "not at this scale", "contradicted")
     # 2 envs × (5 SQIRL levels + PPO + DQN) headline arms with finite summaries.

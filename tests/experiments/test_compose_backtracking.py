@@ -136,7 +136,7 @@ def test_token_budgets_are_equal_across_arms(backtracking):
 @pytest.mark.timeout(400)
 def test_compose_fg_quick(tmp_path):
     mod = _script("compose_fg.py")
-    out = mod.main(["--quick", "--workdir", str(tmp_path)])
+    out = mod.STUDY.main(["--quick", "--workdir", str(tmp_path)])
     res = _results(tmp_path)
     assert set(res["arms"]) == {"base", "RL", "RFT", "NTP"}
     assert len(res["claims"]) == 4
@@ -148,7 +148,7 @@ def test_compose_fg_quick(tmp_path):
 @pytest.mark.timeout(400)
 def test_backtracking_quick(tmp_path):
     mod = _script("backtracking.py")
-    out = mod.main(["--quick", "--workdir", str(tmp_path)])
+    out = mod.STUDY.main(["--quick", "--workdir", str(tmp_path)])
     res = _results(tmp_path)
     assert len(res["claims"]) == 4
     assert out["learners"] == [a for a in mod.ARMS for _ in range(3)]

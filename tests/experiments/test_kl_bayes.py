@@ -34,7 +34,7 @@ def test_bad_flags(bad_flag):
     [
         (("--lr", "nan"), "--lr=nan is invalid; allowed: a finite number > 0"),
         (("--beta", "inf"), "--beta=inf is invalid; allowed: a finite number > 0"),
-        (("--vocab", "1"), "--vocab=1 is invalid; allowed: >= 2"),
+        (("--vocab", "1"), "--vocab=1 is invalid; allowed: an integer >= 2"),
         (("--prior_scale", "-1"), "--prior_scale=-1.0 is invalid"),
         (("--seed", "-3"), "--seed=-3 is invalid"),
     ],

@@ -61,6 +61,23 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
     assert err.startswith("error: --steps=5 is invalid") and len(err.splitlines()) == 1
 
 
+def test_options_take_the_defaults_type_or_the_one_given(tmp_path):
+    toy = _toy(options={"draws": (10, "draws per step"), "lr": 0.5, "name": "a",
+                        "tau": (None, "unset: tuned", float)}, low={"draws": 2})  # fmt: skip
+    wd = ["--workdir", str(tmp_path)]
+    args = toy.parse(wd)
+    assert (args.draws, args.lr, args.name, args.tau) == (10, 0.5, "a", None)
+    args = toy.parse([*wd, "--draws", "3", "--lr", "1", "--name", "b", "--tau", "2"])
+    assert (args.draws, args.lr, args.name, args.tau) == (3, 1.0, "b", 2.0)
+    assert isinstance(args.lr, float) and isinstance(args.draws, int)
+    with pytest.raises(SystemExit):
+        toy.parse([*wd, "--draws", "1"])  # below its low bound
+    with pytest.raises(SystemExit):
+        toy.parse([*wd, "--draws", "1.5"])  # not an int
+    with pytest.raises(TypeError):
+        _toy(options={"flag": True}).parser()  # bools are not plain options
+
+
 def test_flags_a_study_does_not_ask_for_are_absent(tmp_path):
     toy = _toy(seeds=None, steps=None, defaults={}, quick=None, low={}, resume=True,
                workdir_flags=("--outdir",))  # fmt: skip
