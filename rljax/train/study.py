@@ -193,14 +193,14 @@ class Study:
         cli.quiet_logs()
         args = self.parse(argv)
         prng_kernel.install()  # CPU random draws through the compiled Threefry kernel
-        workdir_lock.acquire(args.workdir)  # one study per workdir
-        os.makedirs(args.workdir, exist_ok=True)
-        start = time.perf_counter()
-        out = self.run(args)
-        record = machine.run_record(f"experiments/{self.name}.py", argv, start)
-        report = self.report(args, out, record)
-        text = write(args.workdir, report)
-        self.plot(args, out, report)
+        with workdir_lock.holding(args.workdir):  # one study per workdir, given back on any exit
+            os.makedirs(args.workdir, exist_ok=True)
+            start = time.perf_counter()
+            out = self.run(args)
+            record = machine.run_record(f"experiments/{self.name}.py", argv, start)
+            report = self.report(args, out, record)
+            text = write(args.workdir, report)
+            self.plot(args, out, report)
         if text is not None:
             print(text)
         return out

@@ -116,3 +116,15 @@ def test_report_text():
     )
     assert study.checked_claims(claims, 1)[2] == "* a: **holds**, +1.0 [+0.5, +1.5]"
     assert study.Report("t", "c", claims, "r", {}, "m").verdict == verdicts.PARTLY
+
+
+def test_a_study_that_fails_gives_its_workdir_lock_back(tmp_path):
+    from rljax.io import workdir_lock
+
+    def broken(args):
+        assert workdir_lock.held(args.workdir)  # held while the study runs
+        raise ValueError("a study's own error")
+
+    with pytest.raises(ValueError, match="own error"):
+        _toy(run=broken).main(["--workdir", str(tmp_path)])
+    assert not workdir_lock.held(str(tmp_path))
