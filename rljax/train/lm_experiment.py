@@ -248,6 +248,7 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
         oversample=run.oversample if dynamic else 1,
         max_epochs=max(int(v["num_epochs"]) for v in values),
         max_minibatches=math.lcm(*(int(v["num_minibatches"]) for v in values)),
+        policy_losses=grpo.used_policy_losses(values),
         reference_samples=run.reference_samples if needs_refs else 0,
         temperature=run.temperature,
         top_p=run.top_p,

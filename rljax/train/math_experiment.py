@@ -156,6 +156,7 @@ def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> 
         max_epochs=max(int(v["num_epochs"]) for v in values),
         # each minibatch of every preset accumulates `micro_batches` equal micro-batches
         max_minibatches=math.lcm(*(int(v["num_minibatches"]) for v in values)) * run.micro_batches,
+        policy_losses=grpo.used_policy_losses(values),
         reference_samples=2 if needs_refs else 0,
         temperature=run.temperature,
         format_weight=run.format_weight,

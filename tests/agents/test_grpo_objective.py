@@ -2,6 +2,7 @@
 its
 implementation fails loudly instead of training as another one."""
 
+import dataclasses
 import types
 
 import jax
@@ -238,3 +239,37 @@ def test_micro_schedule_counts_sequences_from_seq_mask():
     np.testing.assert_array_equal(norms.sequences, [8.0])
     _, _, plain, _, _ = objective.micro_schedule(config, hp, mask, jax.random.key(0))
     np.testing.assert_array_equal(plain.sequences, [4.0])
+
+
+@pytest.mark.parametrize("name", presets.POLICY_LOSSES)
+def test_computing_only_the_used_losses_gives_the_same_loss(name):
+    # Same maths, a smaller program: XLA may fuse it differently (PACS's gradient moves by one
+    # float32 ulp); the default LM job's metrics stay bitwise the same.
+    values = presets.hparam_values(presets.resolve("grpo", policy_loss=name))
+    choice = objective.Choice(**{f: jnp.asarray(values[f]) for f in objective.Choice._fields})
+    mb, _ = _lm_micro(seed=3)
+    norms = objective.minibatch_norms(mb.mask, 0)
+    every = _loss_and_grad(choice, mb, norms)
+    only = jax.jit(
+        jax.value_and_grad(
+            lambda lp: objective.policy_loss(
+                choice, mb._replace(logp=lp), norms, 5.0, used=(name,)
+            )[0]
+        )
+    )(mb.logp)
+    np.testing.assert_allclose(only[0], every[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(only[1], every[1], rtol=1e-6, atol=1e-8)
+    other = next(n for n in presets.POLICY_LOSSES if n != name)
+    unused = objective.policy_loss(choice, mb, norms, 5.0, used=(other,))[0]
+    assert np.isnan(unused)  # a code outside `used` is loud (the NaN stop), never a zero loss
+
+
+def test_used_policy_losses_and_their_validation():
+    from rljax.agents import grpo
+
+    values = [presets.resolve(p) for p in ("gspo", "grpo", "gspo")]
+    assert grpo.used_policy_losses(values) == ("ppo_clip", "gspo")
+    config = grpo.Config(model=None, reward_kind="host", completion_length=4, host_scorer=len)
+    for bad in ((), ("ppo",)):
+        with pytest.raises(ValueError, match="policy_losses="):
+            grpo.validate(dataclasses.replace(config, policy_losses=bad))

@@ -61,6 +61,9 @@ class Config:
     max_epochs: int = 2  # E_max: the largest num_epochs of the population
     max_minibatches: int = 2  # M_max: a multiple of every learner's num_minibatches
     reference_samples: int = 0  # base samples per prompt for forward-KL / JS (0: none needed)
+    # The policy losses the population's learners use (`presets.POLICY_LOSSES` names): the step
+    # computes only these, so a population of PPO-clip learners does not trace the other nine.
+    policy_losses: tuple[str, ...] = presets.POLICY_LOSSES
     temperature: float = 1.0  # sampling temperature (training and quick evaluation)
     top_p: float = 1.0  # nucleus mass
     format_weight: float = 0.0  # reward weight of a well-formed answer
@@ -179,6 +182,19 @@ def validate(config: Config) -> None:
         checks.check_int(name, getattr(config, name), low=0)
     if config.format_weight < 0 or config.reference_samples < 0:
         raise ValueError("format_weight and reference_samples must be >= 0")
+    unknown = [n for n in config.policy_losses if n not in presets.POLICY_LOSSES]
+    if unknown or not config.policy_losses:
+        raise ValueError(
+            f"policy_losses={config.policy_losses!r}; allowed: a non-empty tuple of "
+            f"{', '.join(presets.POLICY_LOSSES)}"
+        )
+
+
+def used_policy_losses(values: list[dict]) -> tuple[str, ...]:
+    """`Config.policy_losses` of a population from its learners' resolved preset values, in
+    `presets.POLICY_LOSSES` order."""
+    used = {v["policy_loss"] for v in values}
+    return tuple(n for n in presets.POLICY_LOSSES if n in used)
 
 
 def _optimizer(config: Config) -> optax.GradientTransformation:
@@ -261,7 +277,9 @@ def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norm
         config.group_size,
     )
     max_len = float(config.completion_length)
-    policy, clip_share = objective.policy_loss(choice, mb, norms, max_len)
+    policy, clip_share = objective.policy_loss(
+        choice, mb, norms, max_len, used=config.policy_losses
+    )
     ent_term, kl_term, mean_entropy, mean_kl = objective.regularizers(choice, mb, norms, max_len)
     loss = policy - hp.entropy_coef * ent_term + hp.kl_coef * kl_term
     metrics = {"loss/policy": policy, "entropy": mean_entropy, "kl/k3": mean_kl}

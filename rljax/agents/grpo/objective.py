@@ -170,8 +170,13 @@ class MicroBatch(NamedTuple):
     group_size: int  # G (static)
 
 
-def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
+def policy_loss(
+    choice: Choice, mb: MicroBatch, norms: Norms, max_len: float, used=presets.POLICY_LOSSES
+):
     """The chosen policy loss of the micro-batch, aggregated; and the clip fraction (summable).
+
+    `used`: the policy losses the population uses (static); only these are computed. A learner
+    whose code names another gets a NaN loss (the run's NaN stop says so), never a silent zero.
 
     Returns:
       (loss scalar, clipped-token share scalar), both micro-batch contributions to the minibatch.
@@ -181,63 +186,51 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
     # delta 0: no two-sided cap (min(ρ, inf) = ρ exactly, value and gradient)
     cap = jnp.where(choice.delta > 0, choice.delta, jnp.inf)
     clip = dict(eps_low=choice.eps_low, eps_high=choice.eps_high, delta=cap)
-    ppo = policy_gradient.ppo_clip(mb.logp, mb.old_logp, adv_t, **clip)
-    cispo = policy_gradient.cispo(
-        mb.logp, mb.old_logp, adv_t, eps_low=choice.eps_low, eps_high=choice.eps_high
-    )
-    reinforce = policy_gradient.reinforce(mb.logp, adv_t)
-    # NFT needs 0 < r_q < 1: all-right and all-wrong groups carry no signal and are masked out.
-    informative = (mb.correct_rate > 0) & (mb.correct_rate < 1)
-    rate = jnp.clip(mb.correct_rate, 1e-3, 1 - 1e-3)[:, None]
-    nft = implicit.nft(mb.logp, mb.old_logp, mb.correct[:, None], rate)
-    nft = jnp.where(informative[:, None], nft, 0.0)
-    rover = implicit.rover(
-        mb.logp,
-        mb.old_logp,
-        mb.mean_log_probs,
-        mb.old_mean_log_probs,
-        mb.adv,
-        mb.mask,
-        rho=choice.rover_rho,
-    )
-    sapo = policy_gradient.sapo(
-        mb.logp, mb.old_logp, adv_t, tau_pos=choice.sapo_tau_pos, tau_neg=choice.sapo_tau_neg
-    )
-    vespo = sequence.vespo(
-        mb.logp, mb.old_logp, mb.adv, mb.mask,
-        k_pos=choice.vespo_k_pos, lambda_pos=choice.vespo_lambda_pos,
-        k_neg=choice.vespo_k_neg, lambda_neg=choice.vespo_lambda_neg,
-    )  # fmt: skip
-    token = {"ppo_clip": ppo, "cispo": cispo, "reinforce": reinforce, "nft": nft, "rover": rover}
-    token["sapo"], token["vespo"] = sapo, vespo
-    token["luspo"] = sequence.luspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
-    sequence_names = presets.SEQUENCE_LOSSES  # their per-token slot is zero (explicitly)
-    token.update({name: jnp.zeros_like(ppo) for name in sequence_names})
+    pg, seq = policy_gradient, sequence
+    token_fns = {
+        "ppo_clip": lambda: pg.ppo_clip(mb.logp, mb.old_logp, adv_t, **clip),
+        "cispo": lambda: pg.cispo(
+            mb.logp, mb.old_logp, adv_t, eps_low=choice.eps_low, eps_high=choice.eps_high
+        ),
+        "reinforce": lambda: pg.reinforce(mb.logp, adv_t),
+        "nft": lambda: _nft(mb),
+        "rover": lambda: implicit.rover(
+            mb.logp, mb.old_logp, mb.mean_log_probs, mb.old_mean_log_probs, mb.adv, mb.mask,
+            rho=choice.rover_rho,
+        ),
+        "sapo": lambda: pg.sapo(
+            mb.logp, mb.old_logp, adv_t, tau_pos=choice.sapo_tau_pos, tau_neg=choice.sapo_tau_neg
+        ),
+        "vespo": lambda: seq.vespo(
+            mb.logp, mb.old_logp, mb.adv, mb.mask,
+            k_pos=choice.vespo_k_pos, lambda_pos=choice.vespo_lambda_pos,
+            k_neg=choice.vespo_k_neg, lambda_neg=choice.vespo_lambda_neg,
+        ),
+        "luspo": lambda: seq.luspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip),
+    }  # fmt: skip
+    has_tok = jnp.any(mb.mask > 0, axis=1).astype(mb.logp.dtype)
+    sequence_fns = {
+        "gspo": lambda: seq.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip),
+        "pacs": lambda: _pacs(choice, mb, has_tok),
+    }
+    sequence_names = presets.SEQUENCE_LOSSES
+    if set(sequence_fns) != set(sequence_names):
+        raise ValueError(
+            f"policy_loss: sequence-level losses {sorted(sequence_fns)} implemented, "
+            f"{sorted(sequence_names)} named in rljax.agents.grpo.presets.SEQUENCE_LOSSES"
+        )
+    nan_token = jnp.full_like(mb.logp, jnp.nan)  # the unused losses (never selected)
+    nan_seq = jnp.full_like(has_tok, jnp.nan)
+    # Each table names every loss: a used loss its value, a loss of the other level an explicit
+    # zero, an unused one NaN; `select` checks the table against presets.POLICY_LOSSES.
+    token = {n: (f() if n in used else nan_token) for n, f in token_fns.items()}
+    token.update({n: jnp.zeros_like(mb.logp) for n in sequence_names})
     per_token = select(choice.policy_loss, token, presets.POLICY_LOSSES, "policy_loss")
     token_loss = jnp.sum(per_token * w)
 
-    has_tok = jnp.any(mb.mask > 0, axis=1).astype(mb.logp.dtype)
     u = has_tok / jnp.maximum(norms.sequences, 1.0)
-    gspo = sequence.gspo(mb.logp, mb.old_logp, mb.adv, mb.mask, **clip)
-    groups = mb.logp.shape[0] // mb.group_size
-    seq_logp = jnp.sum(mb.logp * mb.mask, axis=1).reshape(groups, mb.group_size)
-    seq_old = jnp.sum(mb.old_logp * mb.mask, axis=1).reshape(groups, mb.group_size)
-    pacs = implicit.pacs(
-        seq_logp,
-        seq_old,
-        mb.correct.reshape(groups, mb.group_size),
-        has_tok.reshape(groups, mb.group_size),
-        beta=choice.pacs_beta,
-    ).reshape(-1)
-    per_sequence = {"gspo": gspo, "pacs": pacs}
-    if set(per_sequence) != set(sequence_names):
-        raise ValueError(
-            f"policy_loss: sequence-level losses {sorted(per_sequence)} implemented, "
-            f"{sorted(sequence_names)} named in rljax.agents.grpo.presets.SEQUENCE_LOSSES"
-        )
-    per_sequence.update(
-        {n: jnp.zeros_like(gspo) for n in presets.POLICY_LOSSES if n not in per_sequence}
-    )
+    per_sequence = {n: (f() if n in used else nan_seq) for n, f in sequence_fns.items()}
+    per_sequence.update({n: jnp.zeros_like(has_tok) for n in token_fns})
     seq_loss = jnp.sum(
         select(choice.policy_loss, per_sequence, presets.POLICY_LOSSES, "policy") * u
     )
@@ -248,6 +241,29 @@ def policy_loss(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
     clipped = ((ratio > 1 + choice.eps_high) | (ratio < 1 - choice.eps_low)).astype(w.dtype)
     clip_share = jnp.sum(clipped * mb.mask) / jnp.maximum(norms.tokens, 1.0)
     return loss, clip_share
+
+
+def _nft(mb: MicroBatch) -> jax.Array:
+    """NFT's per-token loss; all-right and all-wrong groups (no signal) masked out, since NFT
+    needs 0 < r_q < 1."""
+    informative = (mb.correct_rate > 0) & (mb.correct_rate < 1)
+    rate = jnp.clip(mb.correct_rate, 1e-3, 1 - 1e-3)[:, None]
+    nft = implicit.nft(mb.logp, mb.old_logp, mb.correct[:, None], rate)
+    return jnp.where(informative[:, None], nft, 0.0)
+
+
+def _pacs(choice: Choice, mb: MicroBatch, has_tok: jax.Array) -> jax.Array:
+    """PACS's per-sequence loss `[M]` from the groups' sequence log-probs."""
+    groups = mb.logp.shape[0] // mb.group_size
+    seq_logp = jnp.sum(mb.logp * mb.mask, axis=1).reshape(groups, mb.group_size)
+    seq_old = jnp.sum(mb.old_logp * mb.mask, axis=1).reshape(groups, mb.group_size)
+    return implicit.pacs(
+        seq_logp,
+        seq_old,
+        mb.correct.reshape(groups, mb.group_size),
+        has_tok.reshape(groups, mb.group_size),
+        beta=choice.pacs_beta,
+    ).reshape(-1)
 
 
 def regularizers(choice: Choice, mb: MicroBatch, norms: Norms, max_len: float):
