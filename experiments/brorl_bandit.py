@@ -251,7 +251,7 @@ def quartile_stats(multi):
 def report(args, out: dict, record: dict) -> study.Report:
     vocabs, rollouts, one, multi = out["vocabs"], out["rollouts"], out["one"], out["multi"]
     exact_check, seconds = out["exact_check"], record["seconds"]
-    summ = lambda v: stats.summarize(v, num_resamples=study.resamples(args, 200))  # noqa: E731
+    summ = lambda v: stats.summarize(v)  # noqa: E731
     table = {f"{a}|V={v}|N={n}": {k: summ(x) for k, x in one[(a, v, n)].items()
                                   if np.all(np.isfinite(x))} for (a, v, n) in one}  # fmt: skip
     inf = {f"V={v}": {k: summ(x) for k, x in d.items()} for v, d in out["infinite"].items()}

@@ -253,10 +253,9 @@ def report(args, out: dict, record: dict) -> study.Report:
     names = (*AGENTS, *BASELINES)
     total = {n: regret[n].sum(-1).mean(-1) for n in names}  # [S]
     cl = claims(total)
-    n_boot = study.resamples(args)
-    arms = {n: stats.summarize(total[n], num_resamples=n_boot) for n in names}
+    arms = {n: stats.summarize(total[n]) for n in names}
     explore = {n: exploration(actions[n], means) for n in names}
-    explore_s = {n: {k: stats.summarize(v, num_resamples=n_boot) for k, v in e.items()}
+    explore_s = {n: {k: stats.summarize(v) for k, v in e.items()}
                  for n, e in explore.items()}  # fmt: skip
     inv = invariants(trained)
     reason, bullets = _population.parts_text(cl, CLAIMS)

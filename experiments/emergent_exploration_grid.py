@@ -296,13 +296,12 @@ def report(args, out: dict, record: dict) -> study.Report:
     names = (*AGENTS, *BASELINES)
     per_episode = {n: ret[n].mean(1) for n in names}  # [S, E]
     cl = claims(per_episode)
-    n_boot = study.resamples(args)
-    arms = {n: stats.summarize(per_episode[n].sum(-1), num_resamples=n_boot) for n in names}
-    first = {n: stats.summarize(per_episode[n][:, 0], num_resamples=n_boot) for n in names}
-    later = {n: stats.summarize(per_episode[n][:, 1:].mean(-1), num_resamples=n_boot)
+    arms = {n: stats.summarize(per_episode[n].sum(-1)) for n in names}
+    first = {n: stats.summarize(per_episode[n][:, 0]) for n in names}
+    later = {n: stats.summarize(per_episode[n][:, 1:].mean(-1))
              for n in names}  # fmt: skip
-    gain = {n: stats.summarize(gains(per_episode[n]), num_resamples=n_boot) for n in names}
-    explored = {n: stats.summarize(cells[n].mean(-1), num_resamples=n_boot) for n in names}
+    gain = {n: stats.summarize(gains(per_episode[n])) for n in names}
+    explored = {n: stats.summarize(cells[n].mean(-1)) for n in names}
     inv = {**invariants(trained), **oracle_check(ret, moves, goals)}
     reason, bullets = _population.parts_text(cl, CLAIMS)
     fmt = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731

@@ -408,7 +408,6 @@ CHECK_ARMS = (  # Monte Carlo of rljax's end-to-end loss against the exact enume
 
 def check(args) -> None:
     args.groups = (2, 8) if args.quick else (2, 4, 8, 16)
-    args.resamples = study.resamples(args, 200)
     if args.max_len > 6:
         raise cli.ConfigError(f"--max_len={args.max_len} is invalid; allowed: 2..6 (3^L sequences)")
     if not args.beta > 0:
@@ -464,7 +463,7 @@ def report(args, out: dict, record: dict) -> study.Report:
         values = {key: [s[name][key] for s in per_seed]
                   for key in ("cosine", "rel_error", "beta_rev", "beta_fwd", "length_coef",
                               "residual")}  # fmt: skip
-        table[name] = {key: stats.summarize(v, num_resamples=args.resamples)
+        table[name] = {key: stats.summarize(v)
                        if full and key in ("cosine", "rel_error") else {"mean": float(np.mean(v))}
                        for key, v in values.items()}  # fmt: skip
         table[name]["method"] = per_seed[0][name]["method"]
@@ -502,7 +501,7 @@ def report(args, out: dict, record: dict) -> study.Report:
         "num_sequences": int(space["tokens"].shape[0]),
         "num_params": int(space["num_prefixes"] * VOCAB), "problems": problems, "table": table,
         "variance": {
-            a: {str(g): stats.summarize(v, num_resamples=args.resamples) for g, v in d.items()}
+            a: {str(g): stats.summarize(v) for g, v in d.items()}
             for a, d in out["variance"].items()
         },
         "check": checks, "findings": findings, "nft_identity": nft, "seconds": seconds,

@@ -150,16 +150,14 @@ def report(args, out: dict, record: dict) -> study.Report:
                                                               "curve"))  # fmt: skip
     meta = {k: out[k] for k in ("settings", "heldout_goals", "invariants")} | record
     cl = claims(returns)
-    n_boot = study.resamples(args)
     per_ep = {k: v.mean(1) for k, v in returns.items()}  # [S, K]
     per_ep["dpt (pretraining goals)"] = train_returns["dpt"].mean(1)
     arms = {"dpt": per_ep["dpt"][:, -1], "dpt, episode 1": per_ep["dpt"][:, 0],
             **{n: per_ep[n][:, -1] for n in REFERENCES},
             "dpt (pretraining goals)": per_ep["dpt (pretraining goals)"][:, -1]}  # fmt: skip
-    arms = {n: stats.summarize(v, num_resamples=n_boot) for n, v in arms.items()}
-    share = stats.summarize(per_ep["dpt"][:, -1] / per_ep["oracle"][:, -1], num_resamples=n_boot)
-    vs_sweep = stats.summarize(per_ep["dpt"][:, -1] - per_ep["sweep"][:, -1],
-                               num_resamples=n_boot)  # fmt: skip
+    arms = {n: stats.summarize(v) for n, v in arms.items()}
+    share = stats.summarize(per_ep["dpt"][:, -1] / per_ep["oracle"][:, -1])
+    vs_sweep = stats.summarize(per_ep["dpt"][:, -1] - per_ep["sweep"][:, -1])
     iv = lambda c: study.diff_text(c["diff"], c["diff_ci"])  # noqa: E731
     reason = "; ".join(f"{k}: {c['status']} ({iv(c)})" for k, c in cl.items())
     k, h = args.episodes, config.horizon

@@ -279,8 +279,7 @@ def run(args) -> dict:
 
 def report(args, out: dict, record: dict) -> study.Report:
     results, times, seconds = out["results"], out["times"], record["seconds"]
-    resamples = study.resamples(args, 200)
-    summ = {m: {k: stats.summarize(v, num_resamples=resamples) for k, v in r.items()}
+    summ = {m: {k: stats.summarize(v) for k, v in r.items()}
             for m, r in results.items()}  # fmt: skip
     keys = ("kl_to_target", "kl_from_target", "reward", "entropy", "coverage")
     mean = lambda m, k: summ[m][k]["mean"]  # noqa: E731

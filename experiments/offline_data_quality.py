@@ -408,10 +408,9 @@ def report(args, out: dict, record: dict) -> study.Report:
     saco = np.array([built_all[e]["datasets"][d]["saco"] for e, d in cells])
     final = finals(built_all, res)
     cl = claims(final, tq, saco, [f"{e} · {d}" for e, d in cells])
-    n_boot = study.resamples(args)
-    arms = {f"{a} · {s}": stats.summarize(final[(a, s)].T, num_resamples=n_boot)
+    arms = {f"{a} · {s}": stats.summarize(final[(a, s)].T)
             for a in ALGOS for s in SAMPLINGS}  # fmt: skip
-    per_cell = {f"{e} · {d} · {a} · {s}": stats.summarize(final[(a, s)][i], num_resamples=n_boot)
+    per_cell = {f"{e} · {d} · {a} · {s}": stats.summarize(final[(a, s)][i])
                 for a in ALGOS for s in SAMPLINGS
                 for i, (e, d) in enumerate(cells)}  # fmt: skip
     corr = {a: {"tq": rank_correlation(final[(a, "uniform")], tq),

@@ -322,8 +322,7 @@ def run(args) -> dict:
 def report(args, out: dict, record: dict) -> study.Report:
     tau, taus, arms, sweep, theorem = (out[k] for k in ("tau", "taus", "arms", "sweep", "theorem"))
     seconds = record["seconds"]
-    n_boot = study.resamples(args, 200)
-    summ = lambda v: stats.summarize(np.asarray(v, np.float64), num_resamples=n_boot)  # noqa: E731
+    summ = lambda v: stats.summarize(np.asarray(v, np.float64))  # noqa: E731
     m, kmax = args.correct, args.max_k
     table = {}
     for name, met in arms.items():

@@ -209,12 +209,11 @@ def report(args, out: dict, record: dict) -> study.Report:
     meta = {"settings": out["settings"], **record}
     final = {name: r["unseen"][:, -1].mean(1) for name, r in res.items()}
     cl = claims(final)
-    n_boot = study.resamples(args)
-    arms = {name: stats.summarize(v, num_resamples=n_boot) for name, v in final.items()}
-    seen = {name: stats.summarize(r["seen"][:, -1], num_resamples=n_boot)
+    arms = {name: stats.summarize(v) for name, v in final.items()}
+    seen = {name: stats.summarize(r["seen"][:, -1])
             for name, r in res.items()}  # fmt: skip
     dist = by_distance(env, built["unseen"], res)
-    dist_sum = {k: {n: stats.summarize(v, num_resamples=n_boot) for n, v in d.items()}
+    dist_sum = {k: {n: stats.summarize(v) for n, v in d.items()}
                 for k, d in dist.items()}  # fmt: skip
     f2 = lambda s: stats.format_interval(s, "mean", 2)  # noqa: E731
     reason = "; ".join(f"{k}: {c['status']} ({_claim_text(c)})" for k, c in cl.items())
@@ -275,7 +274,7 @@ def _plot_distance(dist: dict, path: str) -> None:
         for j, name in enumerate(ARMS):
             for i, d in enumerate(dist.values()):
                 v = np.asarray(d[name])
-                lo, hi = stats.stratified_bootstrap(v, num_resamples=500)
+                lo, hi = stats.mean_interval(v)
                 ax.bar(i + j * width, v.mean(), width, color=f"C{j}",
                        label=name if i == 0 else None, yerr=[[v.mean() - lo], [hi - v.mean()]],
                        capsize=3)  # fmt: skip

@@ -28,7 +28,7 @@ study; turn its numbers into a ``Report`` (the verdict from its claims by the on
 (``rljax.stats.write_results``); draw its plots; print results.md.
 
 Also here: ``config`` (a shipped ``configs/<name>.py`` of the study's checkout), ``figure`` (a
-plot saved and closed), ``resamples`` and the text the reports share: ``diff_text``, ``table``,
+plot saved and closed) and the text the reports share: ``diff_text``, ``table``,
 ``md_table``, ``record_lines``, ``claim_lines``, ``checked_claims``, ``tally``.
 
 Beside it, what several studies share: ``verdicts`` (the one rule), ``arm_store`` (``--resume``),
@@ -259,11 +259,6 @@ def config(script: str, name: str, arg: str | None = None):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.get_config(arg)
-
-
-def resamples(args: argparse.Namespace, quick: int = 500) -> int:
-    """Bootstrap resamples of a summary: fewer under ``--quick`` (the intervals only smoke-test)."""
-    return quick if args.quick else stats.NUM_RESAMPLES
 
 
 # ---- the reports' shared text ---------------------------------------------------------------
