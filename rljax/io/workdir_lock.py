@@ -7,16 +7,24 @@ moves an earlier workdir aside) before it builds or compiles anything, and a sec
 same workdir is refused with one line. The lock belongs to the open file, so it is released when
 the run ends, crashes or is killed (SIGKILL included): no stale lock can outlive its process.
 Within one process the lock is re-entrant (a resume in the same process is allowed). The lock
-is keyed on the workdir's real path, so a second run that reaches the same folder through a
-symbolic link is refused too. Front ends hold it with ``with holding(workdir):``, which gives it
-back however the run ends.
+is keyed on the workdir's real path (``os.path.realpath``: symbolic links, ``..``, a trailing
+slash and a relative spelling all name one lock), so a second run that reaches the same folder
+by another spelling is refused too, a resume included; the run then writes to that real path
+(`rljax.train.loop` moves an earlier run aside by its real path, so a workdir given as a
+symbolic link keeps pointing at the folder the lock names). Front ends hold it with
+``with holding(workdir):``, which gives it back however the run ends.
+
+A folder that several runs may fill with the same content (the SFT base cache of
+`rljax.train.lm_base`) is held with ``holding(path, wait=True)`` instead: the second run waits
+for the first to finish writing (one line says whom it waits for) and then reads what it wrote.
 """
 
 import contextlib
 import fcntl
 import os
+from collections.abc import Callable
 
-_HELD: dict[str, int] = {}  # absolute workdir -> open lock-file descriptor (this process)
+_HELD: dict[str, int] = {}  # real workdir path -> open lock-file descriptor (this process)
 
 
 class WorkdirInUseError(ValueError):
@@ -35,14 +43,23 @@ def lock_path(workdir: str) -> str:
     return os.path.join(parent, f".{name}.lock")
 
 
-def acquire(workdir: str) -> bool:
+def _owner(fd: int) -> str:
+    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+
+
+def acquire(workdir: str, *, wait: bool = False, log: Callable[[str], None] = print) -> bool:
     """Takes the workdir's lock for this process (a no-op if this process holds it already).
+
+    Args:
+      wait: block until the other process gives the lock back (saying so in one line to `log`)
+        instead of refusing.
 
     Returns:
       True if this call took it, False if this process held it already.
 
     Raises:
-      WorkdirInUseError: another process holds it; the message names the workdir and its pid.
+      WorkdirInUseError: another process holds it (and not `wait`); the message names the
+        workdir and its pid.
     """
     key = _key(workdir)
     if key in _HELD:
@@ -53,14 +70,19 @@ def acquire(workdir: str) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        try:
-            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-        finally:
+        owner = _owner(fd)
+        if not wait:
             os.close(fd)
-        raise WorkdirInUseError(
-            f"--workdir={key} is in use by another run (pid {owner}, lock {path}); allowed: a "
-            "workdir no running process writes (wait for that run to end, or pick another)"
-        ) from None
+            raise WorkdirInUseError(
+                f"--workdir={key} is in use by another run (pid {owner}, lock {path}); allowed: "
+                "a workdir no running process writes (wait for that run to end, or pick another)"
+            ) from None
+        log(f"[rljax] {key} is being written by pid {owner}; waiting for it (lock {path})")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _HELD[key] = fd
@@ -81,13 +103,16 @@ def held(workdir: str) -> bool:
 
 
 @contextlib.contextmanager
-def holding(workdir: str, *, primary: bool = True):
+def holding(
+    workdir: str, *, primary: bool = True, wait: bool = False, log: Callable[[str], None] = print
+):
     """The workdir's lock for the ``with`` block, given back on any exit (an error included).
 
     ``primary=False`` (the other processes of a multi-host job, which write nothing) takes no
-    lock. A lock this process held before the block stays held after it (re-entrant).
+    lock. A lock this process held before the block stays held after it (re-entrant). ``wait``:
+    wait for another holder instead of refusing (`acquire`).
     """
-    took = acquire(workdir) if primary else False
+    took = acquire(workdir, wait=wait, log=log) if primary else False
     try:
         yield
     finally:

@@ -6,6 +6,13 @@ training again, so RL ablations all start from one identical base. Training runs
 `rljax.train.loop` like every other learner: chunks of `rljax.agents.sft.train_chunk` fed by the
 host pipeline `sft.TraceFeed`, with its progress bar, metrics files and NaN stop, and periodic
 checkpoints in `<cache>/<task>-<key>-sft/` from which a killed SFT resumes to the same base.
+
+One writer per cached base: `train_or_load` holds the lock of `<cache>/<task>-<key>`
+(`rljax.io.workdir_lock.holding(..., wait=True)`, keyed on the real path) while it looks for,
+trains and saves the base. A second run that needs the same base while the first trains it waits
+(one line names the pid it waits for), then finds the base in the cache and reads it: two runs
+never train one base into one folder. The lock dies with its process, so a run that waits on a
+killed trainer takes over and resumes its SFT from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import tempfile
 import jax
 
 from rljax.agents import sft
+from rljax.io import workdir_lock
 from rljax.io.checkpoints import Checkpointer
 from rljax.io.metrics import MetricsWriter
 from rljax.lm.model import tokenizer
@@ -132,10 +140,16 @@ def train_or_load(
     tok=tokenizer.CHAR,
 ):
     """Returns (params, info); info["cached"] says whether the base came from `cache_dir`.
-    A base not yet cached is trained (resuming a killed SFT of the same config)."""
+    A base not yet cached is trained (resuming a killed SFT of the same config), by one process
+    at a time: another that trains the same base is waited for, and its base read."""
     directory = os.path.join(
         cache_dir, f"{task.name}-{cache_key(model_cfg, sft_cfg, task, problems, tok)}"
     )
+    with workdir_lock.holding(directory, primary=jax.process_index() == 0, wait=True):
+        return _train_or_load(model_cfg, sft_cfg, task, problems, directory, progress, tok)
+
+
+def _train_or_load(model_cfg, sft_cfg, task, problems, directory: str, progress: bool, tok):
     checkpointer = Checkpointer(directory, max_to_keep=1)
     if checkpointer.latest_step() is not None:
         like = init_params(model_cfg, jax.random.key(0))

@@ -114,11 +114,17 @@ class _StopFlag:
 
 
 def _archive_previous(workdir: str) -> None:
-    """Moves an earlier run out of the way instead of deleting it."""
-    if os.path.isdir(workdir) and os.listdir(workdir):
+    """Moves an earlier run out of the way instead of deleting it.
+
+    The folder moved is the workdir's real path (`rljax.io.workdir_lock`'s key), and the fresh
+    run's folder is made there: a workdir given as a symbolic link keeps pointing at the folder
+    the run's lock names, so no later spelling of it reaches an unlocked folder.
+    """
+    real = os.path.realpath(workdir)
+    if os.path.isdir(real) and os.listdir(real):
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        dest = f"{workdir.rstrip('/')}-prev-{stamp}"
-        shutil.move(workdir, dest)
+        dest = f"{real}-prev-{stamp}"
+        shutil.move(real, dest)
         print(f"[rljax] {workdir} held an earlier run; moved it to {dest}")
 
 
@@ -162,7 +168,7 @@ def run(
         _archive_previous(cfg.workdir)
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("rljax.train.loop: workdir ready")
-    os.makedirs(cfg.workdir, exist_ok=True)
+    os.makedirs(os.path.realpath(cfg.workdir), exist_ok=True)  # through a symbolic link too
     ckpt = checkpoints.Checkpointer(ckpt_dir)
     writer = MetricsWriter(cfg.workdir)
     num_learners = len(cfg.grid) * cfg.num_seeds
