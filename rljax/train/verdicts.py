@@ -10,18 +10,31 @@ statuses (the same words as the overall verdict, so a one-claim study reads natu
 * ``"contradicted"``: the claim fails (its interval is on the wrong side);
 * ``"not at this scale"``: undecided (a tie: the interval straddles the threshold).
 
-``overall`` turns the statuses of all claims into the study's verdict, by one rule:
+The one rule (``combine``) turns several statuses into one, the same way wherever statuses
+combine: the claims of a study into its verdict (``overall``), the parts of one claim or the arms
+it is made for (``over_arms``), the signs of several effects (``from_signs``):
 
-* reproduced: every claim holds;
-* partly: some claim holds (or holds in part) and some does not;
-* contradicted: no claim holds, not even in part, and some claim fails;
-* not at this scale: nothing holds and nothing fails (all ties).
+* reproduced: every status is reproduced;
+* partly: some status is reproduced or partly, and some is not (a tie or a failure);
+* contradicted: none is reproduced or partly, and some is contradicted (one failure among ties
+  refutes: a tie never rescues a failed part);
+* not at this scale: every status is a tie.
 
-``vs_zero`` and ``matches_or_beats`` turn a 95% interval of a difference into a status, so the
-form of a claim ("X beats Y" or "X matches or beats Y") decides its rule, and ``across`` combines
-one claim's statuses from several seed sets (a claim holds only if it holds on every set).
-``sign`` and ``from_signs`` read the sign of an effect ("+" / "-" / "0": its 95% interval above,
-below or around 0) and the claim made for several effects at once.
+What counts as a failure is the part's own rule: an ablation claimed to lose ("full beats the
+ablation") is ``vs_zero`` on full − ablation, so an ablation that wins is a contradicted part,
+never support; ``matches_or_beats`` is only for claims that X is not worse than Y (a win of X
+and a tie within the margin both hold), never for an ablation claimed to lose (``loses``
+refuses a margin for that reason). A claim that no outcome could contradict (an exact identity,
+a baseline every arm beats by construction) is a check, not a claim: it is reported beside the
+verdict and never enters it.
+
+Seed sets are replications, not parts: ``across`` combines one claim's statuses over them, and
+a claim holds (or fails) only if it does on every set; sets that disagree are undecided.
+
+``vs_zero``, ``loses`` and ``matches_or_beats`` turn a 95% interval of a difference (the t
+intervals of ``rljax.stats``) into a status, so the form of a claim ("X beats Y", "the ablation
+loses" or "X matches or beats Y") decides its rule. ``sign`` and ``from_signs`` read the sign of
+an effect ("+" / "-" / "0": its 95% interval above, below or around 0).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,8 +73,26 @@ def status(value) -> str:
     )
 
 
+def combine(statuses: Iterable[object]) -> str:
+    """The one rule (module docstring): several statuses (claims, parts, arms, effects) as one.
+
+    Raises:
+      ValueError: no statuses, or one that is not one of the allowed words.
+    """
+    found = [status(v) for v in statuses]
+    if not found:
+        raise ValueError("statuses is empty; allowed: at least one status")
+    if all(s == REPRODUCED for s in found):
+        return REPRODUCED
+    if any(s in (REPRODUCED, PARTLY) for s in found):
+        return PARTLY
+    if any(s == CONTRADICTED for s in found):
+        return CONTRADICTED
+    return UNDECIDED
+
+
 def overall(claims: Mapping[str, object] | Iterable[object]) -> str:
-    """The study's verdict from its claims' statuses (see the module docstring for the rule).
+    """The study's verdict from its claims' statuses: ``combine`` of them.
 
     Args:
       claims: ``{name: status}`` (a status as ``status`` reads it) or an iterable of statuses.
@@ -72,17 +103,10 @@ def overall(claims: Mapping[str, object] | Iterable[object]) -> str:
     Raises:
       ValueError: no claims, or a claim whose status is not one of the allowed words.
     """
-    values = claims.values() if isinstance(claims, Mapping) else claims
-    found = [status(v) for v in values]
-    if not found:
+    values = list(claims.values() if isinstance(claims, Mapping) else claims)
+    if not values:
         raise ValueError("claims is empty; allowed: at least one claim")
-    if all(s == REPRODUCED for s in found):
-        return REPRODUCED
-    if any(s in (REPRODUCED, PARTLY) for s in found):
-        return PARTLY
-    if any(s == CONTRADICTED for s in found):
-        return CONTRADICTED
-    return UNDECIDED
+    return combine(values)
 
 
 def vs_zero(interval: Sequence[float], *, higher_is_claimed: bool = True) -> str:
@@ -97,6 +121,13 @@ def vs_zero(interval: Sequence[float], *, higher_is_claimed: bool = True) -> str
     if not higher_is_claimed:
         lo, hi = -hi, -lo
     return REPRODUCED if lo > 0 else CONTRADICTED if hi < 0 else UNDECIDED
+
+
+def loses(interval: Sequence[float]) -> str:
+    """Status of "the ablation loses to the full method" from the 95% interval of full −
+    ablation (higher is better): ``vs_zero``. No margin: an ablation that ties or wins is not a
+    loss, so it can never count as support."""
+    return vs_zero(interval, higher_is_claimed=True)
 
 
 def matches_or_beats(interval: Sequence[float], *, margin: float) -> str:
@@ -141,22 +172,16 @@ def from_findings(findings: Mapping[str, bool]) -> dict[str, str]:
 
 
 def over_arms(statuses: Iterable[object]) -> str:
-    """One claim made for several arms at once ("the curricula beat uniform"), from each arm's.
+    """One claim made for several arms at once ("the curricula beat uniform"), or made of several
+    parts, from each arm's (part's) status: ``combine`` of them.
 
-    Holds when it holds for every arm; partly when it holds for some; fails only when it fails
-    for every arm (one arm worse and another tied does not refute a claim about both: it is
-    undecided); otherwise not at this scale.
+    Raises:
+      ValueError: no statuses, or one that is not an allowed word.
     """
-    found = [status(s) for s in statuses]
+    found = list(statuses)
     if not found:
         raise ValueError("statuses is empty; allowed: one status per arm")
-    if all(s == REPRODUCED for s in found):
-        return REPRODUCED
-    if any(s in (REPRODUCED, PARTLY) for s in found):
-        return PARTLY
-    if all(s == CONTRADICTED for s in found):
-        return CONTRADICTED
-    return UNDECIDED
+    return combine(found)
 
 
 SIGNS = {"+": REPRODUCED, "-": CONTRADICTED, "0": UNDECIDED}  # an effect's sign as a status
@@ -170,19 +195,10 @@ def sign(interval: Sequence[float]) -> str:
 
 
 def from_signs(signs: Iterable[str]) -> str:
-    """One claim that several effects are positive ("X beats Y and Z"), from their signs.
-
-    Every effect "+": reproduced; some "-" and none "+": contradicted; every effect "0": not at
-    this scale; anything else (some "+" and some not): partly. Unlike ``over_arms`` one
-    significant loss with the rest ties refutes the claim.
-    """
+    """One claim that several effects are positive ("X beats Y and Z"), from their signs: each
+    sign as its status (``SIGNS``: "+" reproduced, "-" contradicted, "0" a tie), then
+    ``combine``."""
     found = list(signs)
     if not found or any(s not in SIGNS for s in found):
         raise ValueError(f"signs={found!r} is invalid; allowed: one or more of '+', '-', '0'")
-    if all(s == "+" for s in found):
-        return REPRODUCED
-    if "-" in found and "+" not in found:
-        return CONTRADICTED
-    if all(s == "0" for s in found):
-        return UNDECIDED
-    return PARTLY
+    return combine(SIGNS[s] for s in found)

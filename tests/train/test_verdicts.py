@@ -91,12 +91,51 @@ def test_across_seed_sets():
         V.across([])
 
 
-def test_over_arms_one_worse_one_tie_is_undecided():
-    assert V.over_arms([C, U]) == U  # curricula.py used to call this contradicted
+def test_over_arms_one_worse_one_tie_is_contradicted():
+    # one rule: a failed arm among ties refutes the claim made for every arm (it used to be
+    # undecided here and contradicted in from_signs)
+    assert V.over_arms([C, U]) == C
     assert V.over_arms([C, C]) == C
     assert V.over_arms([R, U]) == P
+    assert V.over_arms([R, C]) == P
     assert V.over_arms([R, R]) == R
-    assert V.over_arms([V.SIGNS[s] for s in "-0"]) == U
+    assert V.over_arms([U, U]) == U
+    with pytest.raises(ValueError, match="statuses"):
+        V.over_arms([])
+
+
+ALL = [R, P, C, U]
+
+
+@pytest.mark.parametrize("a", ALL)
+@pytest.mark.parametrize("b", ALL)
+@pytest.mark.parametrize("c", ALL)
+def test_one_rule_everywhere(a, b, c):
+    """overall, over_arms and from_signs are the one rule (combine), for every mix of three
+    statuses; the rule by its definition in the module docstring."""
+    found = [a, b, c]
+    if all(s == R for s in found):
+        expected = R
+    elif any(s in (R, P) for s in found):
+        expected = P
+    elif C in found:
+        expected = C
+    else:
+        expected = U
+    assert V.combine(found) == V.overall({"x": a, "y": b, "z": c}) == expected
+    assert V.over_arms(found) == expected
+    if P not in found:
+        to_sign = {R: "+", C: "-", U: "0"}
+        assert V.from_signs(to_sign[s] for s in found) == expected
+
+
+def test_an_ablation_that_wins_counts_against():
+    # "full beats the ablation": full − ablation's interval; the ablation winning is a failure
+    assert V.loses([0.1, 0.5]) == R
+    assert V.loses([-0.5, -0.1]) == C
+    assert V.loses([-0.01, 0.5]) == U  # a tie is no loss, whatever margin a match would allow
+    # and it refutes the claim it is part of instead of counting as support
+    assert V.over_arms([V.loses([-0.5, -0.1]), V.loses([-0.2, 0.3])]) == C
 
 
 def test_a_studys_report_uses_the_common_rule():
@@ -116,9 +155,7 @@ def test_a_studys_report_uses_the_common_rule():
 )
 def test_from_signs_one_loss_and_ties_refute(signs, expected):
     assert V.from_signs(signs) == expected
-    # the same claim by over_arms is undecided when one arm loses and another ties
-    if signs == "0-":
-        assert V.over_arms(V.SIGNS[s] for s in signs) == U
+    assert V.over_arms(V.SIGNS[s] for s in signs) == expected  # the same rule
 
 
 def test_sign():
