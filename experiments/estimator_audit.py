@@ -450,6 +450,31 @@ def run(args) -> dict:
             "checks": checks, "nft": nft}  # fmt: skip
 
 
+def decide(table: dict, beta: float, g_max: int) -> tuple[dict, dict]:
+    """(findings, identity checks) from the audit's table (a pure function of its numbers).
+
+    The findings can fail on some outcome and make the verdict: per-token k3 in the loss has a
+    forward-KL coefficient above 0.2β; length normalization's cosine interval lies below the
+    sequence sum's. k1 in the reward with sequence sums and the RLOO baseline is the exact
+    gradient of E[r] − β·KL(π‖π_ref) (an identity: its relative error is float rounding or Monte
+    Carlo noise), so it is a check of the code, reported beside the verdict and never in it.
+    """
+    at = lambda place, agg, norm: table[f"{place}|{agg}|{norm}|G={g_max}"]  # noqa: E731
+    k3 = at("k3_loss", "seq_sum", "rloo")
+    normalized = at("none", "seq_mean_token_mean", "rloo")["cosine"]["mean_ci"]
+    findings = {
+        "k3_in_loss_has_forward_kl_part": bool(k3["beta_fwd"]["mean"] > 0.2 * beta),
+        "length_normalization_tilts_direction": bool(
+            normalized[1] < at("none", "seq_sum", "rloo")["cosine"]["mean_ci"][0]),
+    }  # fmt: skip
+    identities = {
+        "k1_in_reward_unbiased": bool(
+            at("k1_reward", "seq_sum", "rloo")["rel_error"]["mean"] < 1e-3
+        )
+    }
+    return findings, identities
+
+
 def report(args, out: dict, record: dict) -> study.Report:
     space, per_seed, problems, checks, nft = (out[k] for k in ("space", "per_seed", "problems",
                                                                "checks", "nft"))  # fmt: skip
@@ -473,15 +498,9 @@ def report(args, out: dict, record: dict) -> study.Report:
     unbiased = [n.rsplit("|", 1)[0] for n in names
                 if n.endswith(f"G={g_max}") and table[n]["rel_error"]["mean"] < 1e-3]  # fmt: skip
     n_arms = sum(n.endswith(f"G={g_max}") for n in names)
-    best, grpo = at("k1_reward", "seq_sum", "rloo"), at("k3_loss", "seq_mean_token_mean", "std")
+    grpo = at("k3_loss", "seq_mean_token_mean", "std")
     k3 = at("k3_loss", "seq_sum", "rloo")
-    normalized = at("none", "seq_mean_token_mean", "rloo")["cosine"]["mean_ci"]
-    findings = {
-        "k1_in_reward_unbiased": best["rel_error"]["mean"] < 1e-3,
-        "k3_in_loss_has_forward_kl_part": k3["beta_fwd"]["mean"] > 0.2 * args.beta,
-        "length_normalization_tilts_direction": normalized[1]
-        < at("none", "seq_sum", "rloo")["cosine"]["mean_ci"][0],
-    }
+    findings, identities = decide(table, args.beta, g_max)
     verdict_reason = (
         f"{len(unbiased)} of {n_arms} surrogates at G={g_max} ascend ∇J without bias (relative "
         f"error < 1e-3, mean of {args.seeds} seeds): {', '.join(unbiased) or 'none'}. Per-token k3 "
@@ -489,7 +508,8 @@ def report(args, out: dict, record: dict) -> study.Report:
         f"{k3['beta_fwd']['mean']:.3f}·KL(π_ref‖π) (β = {args.beta}). GRPO's default (k3 in "
         f"loss, seq-mean-token-mean, std) has cosine {stats.format_interval(grpo['cosine'])} and "
         "relative "
-        f"error {stats.format_interval(grpo['rel_error'])}. Findings: {findings}."
+        f"error {stats.format_interval(grpo['rel_error'])}. Findings: {findings}; identity "
+        f"checks (not in the verdict): {identities}."
     )
     claim = (
         "k1 in the reward gives the reverse-KL gradient, per-token k3 in the loss a forward-KL one "
@@ -504,7 +524,8 @@ def report(args, out: dict, record: dict) -> study.Report:
             a: {str(g): stats.summarize(v) for g, v in d.items()}
             for a, d in out["variance"].items()
         },
-        "check": checks, "findings": findings, "nft_identity": nft, "seconds": seconds,
+        "check": checks, "findings": findings, "identity_checks": identities, "nft_identity": nft,
+        "seconds": seconds,
     }  # fmt: skip
     lines = [
         f"Setup: {extra['num_sequences']} sequences (3 content tokens + EOS, lengths "
