@@ -10,7 +10,6 @@ is built.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import TYPE_CHECKING
 
@@ -43,20 +42,10 @@ def tokenizer_dir(run: MathRunConfig) -> str:
     return "bytes" if run.model == "tiny" else run.model
 
 
-def _has_chat_template(path: str) -> bool:
-    """Whether `HFTokenizer.from_dir(path)` finds a chat template (tokenizer_config.json's
-    chat_template, or chat_template.jinja)."""
-    if os.path.isfile(os.path.join(path, "chat_template.jinja")):
-        return True
-    conf = os.path.join(path, "tokenizer_config.json")
-    if not os.path.isfile(conf):
-        return False
-    with open(conf) as f:
-        return json.load(f).get("chat_template") is not None
-
-
 def check_model(run: MathRunConfig) -> None:
-    """The checkpoint folder, tokenizer and chat template fields (files only; nothing loaded)."""
+    """The checkpoint folder, tokenizer and chat template fields against their files: config.json,
+    the safetensors headers, tokenizer.json and tokenizer_config.json are read and the chat
+    template renders a probe turn (no weights are loaded); every error names its file."""
     if run.model != "tiny":
         if not os.path.isfile(os.path.join(run.model, "config.json")):
             raise ValueError(
@@ -73,6 +62,7 @@ def check_model(run: MathRunConfig) -> None:
             )
         try:
             hf_config.read(run.model)
+            checkpoint.tensor_files(run.model)
         except (KeyError, ValueError) as e:
             raise ValueError(f"model={run.model!r}: {e}") from None
     tok = tokenizer_dir(run)
@@ -85,12 +75,15 @@ def check_model(run: MathRunConfig) -> None:
         raise ValueError(
             f"chat_template={run.chat_template!r} is unknown; allowed: {', '.join(CHAT_TEMPLATES)}"
         )
-    if run.chat_template == "model" and (tok == "bytes" or not _has_chat_template(tok)):
+    hf = None if tok == "bytes" else HFTokenizer.from_dir(tok)
+    if run.chat_template == "model" and (hf is None or hf.chat_template is None):
         raise ValueError(
             f"chat_template='model' but tokenizer={tok!r} has no chat template "
             "(tokenizer_config.json chat_template or chat_template.jinja); allowed: "
             "chat_template='plain' or a tokenizer folder with one"
         )
+    if run.chat_template == "model":  # a template that raises is found before anything is built
+        tokenizer.ChatTemplate(hf).render("What is 1 + 1?")
 
 
 def load_tokenizer(run: MathRunConfig):

@@ -22,7 +22,7 @@ FAMILIES = ("llama", "qwen2", "qwen3")
 
 
 def _tensors(folder: str) -> dict[str, np.ndarray]:
-    files = checkpoint._files(folder)
+    files = checkpoint.tensor_files(folder)
     out = {}
     for name, file in files.items():
         with safe_open(file, "numpy") as f:

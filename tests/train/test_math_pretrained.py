@@ -90,7 +90,10 @@ def test_validate_names_the_model_tokenizer_and_chat_template_fields(tmp_path, c
     for change, message in [
         (dict(model=str(empty)), f"model='{empty}' has no config.json; allowed: 'tiny' or"),
         (dict(model=str(no_weights)), "has neither model.safetensors nor model.safetensors.index"),
-        (dict(model=str(gpt2)), r"model='.*gpt2': config.json architectures=\['GPT2LMHeadModel'"),
+        (
+            dict(model=str(gpt2)),
+            r"model='.*gpt2': .*gpt2/config.json architectures=\['GPT2LMHeadModel'",
+        ),
         (
             dict(tokenizer=str(empty)),
             f"tokenizer='{empty}' has no tokenizer.json; allowed: 'bytes'",

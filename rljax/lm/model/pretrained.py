@@ -41,7 +41,9 @@ def tokenizer(fields: dict):
 
 
 def model_config(fields: dict, **overrides) -> TransformerConfig:
-    """The `TransformerConfig` of the config's `model` fields (`path` read from its folder)."""
+    """The `TransformerConfig` of the config's `model` fields (`path` read from its folder: its
+    config.json, and its safetensors headers, so a damaged file is refused, named, before
+    anything is built)."""
     fields = dict(fields)
     path = fields.pop("path", "")
     tok = tokenizer(fields)
@@ -51,6 +53,7 @@ def model_config(fields: dict, **overrides) -> TransformerConfig:
             fields.update(vocab_size=tok.vocab_size, eos_ids=tok.eos_ids, pad_id=tok.pad_id)
         return TransformerConfig(**{**fields, **overrides})
     cfg = hf_config.read(path, dtype=fields.get("dtype", "float32"))
+    checkpoint.tensor_files(path)
     how = dict(remat=fields.get("remat", False), logits_chunk=fields.get("logits_chunk", 0))
     cfg = dataclasses.replace(cfg, **how)  # how it computes, not what: not in config.json
     found = f"model.path={path!r} has vocab_size={cfg.vocab_size}, eos_token_id={cfg.eos_ids}"

@@ -6,11 +6,14 @@ a time from the memory-mapped files, turns it into the rljax layout (`mapping`) 
 device only its own slice (`jax.make_array_from_callback`), so the whole model never sits on
 one device, nor in host memory as a second copy. `save` writes the same layout back
 (`max_shard_bytes` splits it into shards with an index), readable by transformers'
-`from_pretrained`.
+`from_pretrained`. A file that does not read (an empty, truncated or garbled safetensors file, an
+index that is not JSON or names a shard that is missing or lacks the tensor) is a one-line
+ValueError naming the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -18,7 +21,7 @@ import jax
 import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy, so bf16 checkpoints read)
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from rljax.lm.model.decoder import TransformerConfig, init_params
@@ -30,17 +33,47 @@ SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 
 
-def _files(path: str) -> dict[str, str]:
-    """Tensor name -> the safetensors file that holds it."""
+@contextlib.contextmanager
+def _open(file: str):
+    """`safe_open(file)`, its header checked against the file's size; a damaged file is a
+    ValueError naming it (safetensors' own message names neither the file nor the folder)."""
+    try:
+        f = safe_open(file, "numpy")
+    except (SafetensorError, OSError) as e:
+        raise ValueError(
+            f"{file} is not a readable safetensors file ({e}); a download cut short or a damaged "
+            "file: fetch it again"
+        ) from None
+    with f as handle:
+        yield handle
+
+
+def tensor_files(path: str) -> dict[str, str]:
+    """Tensor name -> the safetensors file that holds it; every file's header is read (an index,
+    a shard or a single file that does not read is a ValueError naming it)."""
     index = os.path.join(path, INDEX)
     if os.path.exists(index):
-        with open(index) as f:
-            weight_map = json.load(f)["weight_map"]
-        return {name: os.path.join(path, file) for name, file in weight_map.items()}
+        weight_map = hf_config.read_json(index).get("weight_map")
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(v, str) for v in weight_map.values()
+        ):
+            raise ValueError(
+                f"{index} has no weight_map of tensor names to files; allowed: "
+                '{"weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors"}}'
+            )
+        files = {name: os.path.join(path, file) for name, file in weight_map.items()}
+        for file in sorted(set(files.values())):
+            if not os.path.isfile(file):
+                raise ValueError(f"{index} names {os.path.basename(file)}, which is not in {path}")
+            with _open(file) as f:
+                held = set(f.keys())
+            for name in (n for n, where in files.items() if where == file and n not in held):
+                raise ValueError(f"{index} puts tensor {name!r} in {file}, which does not hold it")
+        return files
     single = os.path.join(path, SINGLE)
     if not os.path.exists(single):
         raise ValueError(f"model.path={path!r} has neither {SINGLE} nor {INDEX}")
-    with safe_open(single, "numpy") as f:
+    with _open(single) as f:
         return {name: single for name in f.keys()}
 
 
@@ -90,7 +123,7 @@ def load(
     """
     cfg = hf_config.read(path, max_len=max_len, dtype=dtype)
     mesh = mesh or jax.sharding.Mesh(np.asarray(jax.devices()[:1]), ("data",))
-    files = _files(path)
+    files = tensor_files(path)
     shapes = expected_shapes(cfg)
     wanted = {}
     for rljax_path in shapes:
@@ -106,14 +139,17 @@ def load(
     flat_specs = _leaves(specs, is_leaf=_is_spec)
     out = {}
     for file in sorted(set(files[n] for n in wanted)):
-        with safe_open(file, "numpy") as f:
+        with _open(file) as f:
             for name in (n for n in wanted if files[n] == file):
                 rljax_path, rule = wanted[name]
                 shape = tuple(shapes[rljax_path].shape)
-                x = f.get_tensor(name)
+                try:
+                    x = f.get_tensor(name)
+                except (SafetensorError, TypeError, ValueError) as e:  # e.g. an unknown dtype
+                    raise ValueError(f"{file}: tensor {name!r} does not read ({e})") from None
                 if tuple(x.shape) != mapping.hf_shape(shape, rule):
                     raise ValueError(
-                        f"{path}: tensor {name!r} has shape {list(x.shape)}, config.json implies "
+                        f"{file}: tensor {name!r} has shape {list(x.shape)}, config.json implies "
                         f"{list(mapping.hf_shape(shape, rule))}"
                     )
                 x = mapping.to_rljax(x, rule, shape).astype(param_dtype)

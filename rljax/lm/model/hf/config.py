@@ -3,7 +3,9 @@
 Only the fields that change the computation are read; any that rljax does not implement (an
 activation other than SiLU, biases on Llama's attention, sliding windows, a RoPE scaling other
 than "linear"/"llama3") is a one-line error naming the field, so a checkpoint never loads into a
-model that would compute something else.
+model that would compute something else. Every error of `read` names the file: one that is not
+JSON (`read_json`, with its line and column), a field that is missing or of the wrong type, and a
+token id (`bos_token_id`, `eos_token_id`, `pad_token_id`) outside `[0, vocab_size)`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,27 @@ ARCHITECTURES = {
 _MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
 
 
-def _rope(hf: dict) -> tuple[float, tuple]:
+def read_json(file: str) -> dict:
+    """The JSON object in `file`; a ValueError naming the file (and the line and column) if it
+    is not UTF-8 JSON or holds something other than an object."""
+    try:
+        with open(file, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{file} is not JSON (line {e.lineno}, column {e.colno}: {e.msg}); a download cut "
+            "short or an edit gone wrong: fetch or fix the file"
+        ) from None
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{file} is not UTF-8 text (byte {e.start}: {e.reason}); allowed: a JSON file"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{file} holds a JSON {type(data).__name__}; allowed: a JSON object")
+    return data
+
+
+def _rope(hf: dict, source: str) -> tuple[float, tuple]:
     """(rope_theta, TransformerConfig.rope_scaling) from the old (`rope_theta`, `rope_scaling`)
     or the new (`rope_parameters`) spelling."""
     params = dict(hf.get("rope_parameters") or {})
@@ -36,9 +58,7 @@ def _rope(hf: dict) -> tuple[float, tuple]:
     if kind == "llama3":
         keys = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
         return theta, ("llama3", *(float(scaling[k]) for k in keys))
-    raise ValueError(
-        f"config.json rope_scaling.rope_type={kind!r}; allowed: default, linear, llama3"
-    )
+    raise ValueError(f"{source} rope_scaling.rope_type={kind!r}; allowed: default, linear, llama3")
 
 
 def _head_dim(hf: dict, n_heads: int) -> int:
@@ -47,29 +67,55 @@ def _head_dim(hf: dict, n_heads: int) -> int:
     return 0 if head_dim == int(hf["hidden_size"]) // n_heads else head_dim
 
 
-def from_hf(hf: dict, *, max_len: int | None = None, dtype: str = "float32") -> TransformerConfig:
+def _size(hf: dict, field: str, source: str) -> int:
+    """config.json's positive integer `field` (a ValueError naming `source` and the field)."""
+    value = hf.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        missing = "is missing" if value is None else f"={value!r} is invalid"
+        raise ValueError(f"{source} {field} {missing}; allowed: an integer >= 1")
+    return value
+
+
+def check_ids(value, field: str, vocab_size: int, source: str) -> list[int]:
+    """The token ids of `field` (an int, a list of ints or null), each in `[0, vocab_size)`;
+    a ValueError naming `source` and the field otherwise."""
+    ids = value if isinstance(value, list) else [] if value is None else [value]
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab_size:
+            raise ValueError(
+                f"{source} {field}={value!r} is outside the vocabulary [0, {vocab_size}); "
+                "allowed: ids below vocab_size, or null"
+            )
+    return ids
+
+
+def from_hf(
+    hf: dict, *, max_len: int | None = None, dtype: str = "float32", source: str = "config.json"
+) -> TransformerConfig:
     """The `TransformerConfig` of a Hugging Face config dict (`max_len` defaults to
-    max_position_embeddings)."""
+    max_position_embeddings); `source` names the dict's file in errors."""
     archs = hf.get("architectures") or []
     if len(archs) != 1 or archs[0] not in ARCHITECTURES:
-        raise ValueError(f"config.json architectures={archs}; allowed: {sorted(ARCHITECTURES)}")
+        raise ValueError(f"{source} architectures={archs}; allowed: {sorted(ARCHITECTURES)}")
     family = ARCHITECTURES[archs[0]]
     act = hf.get("hidden_act", "silu")
     if act != "silu":
-        raise ValueError(f"config.json hidden_act={act!r}; allowed: 'silu'")
+        raise ValueError(f"{source} hidden_act={act!r}; allowed: 'silu'")
     for flag in ("attention_bias", "mlp_bias", "use_sliding_window"):
         if hf.get(flag) and not (flag == "attention_bias" and family == "qwen2"):
-            raise ValueError(f"config.json {flag}={hf[flag]} is not supported for {archs[0]}")
-    theta, scaling = _rope(hf)
-    eos_ids = tuple(_ids(hf.get("eos_token_id")))
-    pad = hf.get("pad_token_id")
-    n_heads = int(hf["num_attention_heads"])
+            raise ValueError(f"{source} {flag}={hf[flag]} is not supported for {archs[0]}")
+    theta, scaling = _rope(hf, source)
+    vocab_size = _size(hf, "vocab_size", source)
+    check_ids(hf.get("bos_token_id"), "bos_token_id", vocab_size, source)
+    eos_ids = tuple(check_ids(hf.get("eos_token_id"), "eos_token_id", vocab_size, source))
+    pad = check_ids(hf.get("pad_token_id"), "pad_token_id", vocab_size, source)
+    n_heads = _size(hf, "num_attention_heads", source)
     return TransformerConfig(
-        vocab_size=int(hf["vocab_size"]),
-        d_model=int(hf["hidden_size"]),
-        n_layers=int(hf["num_hidden_layers"]),
+        vocab_size=vocab_size,
+        d_model=_size(hf, "hidden_size", source),
+        n_layers=_size(hf, "num_hidden_layers", source),
         n_heads=n_heads,
-        d_ff=int(hf["intermediate_size"]),
+        d_ff=_size(hf, "intermediate_size", source),
         max_len=int(max_len or hf.get("max_position_embeddings", 2048)),
         rope_base=theta,
         family=family,
@@ -80,7 +126,7 @@ def from_hf(hf: dict, *, max_len: int | None = None, dtype: str = "float32") -> 
         rope_scaling=scaling,
         dtype=dtype,
         eos_ids=eos_ids or (0,),
-        pad_id=int(pad) if pad is not None else (eos_ids[0] if eos_ids else 0),
+        pad_id=pad[0] if pad else (eos_ids[0] if eos_ids else 0),
     )
 
 
@@ -130,20 +176,21 @@ def to_hf(cfg: TransformerConfig, *, torch_dtype: str = "float32") -> dict:
 
 
 def read(path: str, **kwargs) -> TransformerConfig:
-    """`from_hf` of `path/config.json`, with generation_config.json's stop tokens added."""
+    """`from_hf` of `path/config.json`, with generation_config.json's stop tokens added; every
+    error names the file it comes from."""
     file = os.path.join(path, "config.json")
     if not os.path.exists(file):
         raise ValueError(f"model.path={path!r} has no config.json")
-    with open(file) as f:
-        hf = json.load(f)
+    hf = read_json(file)
     generation = os.path.join(path, "generation_config.json")
     if os.path.exists(generation):  # chat models list their end-of-turn tokens here
-        with open(generation) as f:
-            extra = json.load(f).get("eos_token_id")
-        hf["eos_token_id"] = list(dict.fromkeys(_ids(hf.get("eos_token_id")) + _ids(extra)))
-    return from_hf(hf, **kwargs)
-
-
-def _ids(value) -> list[int]:
-    """config.json's token id fields: an int, a list of ints or null."""
-    return [int(v) for v in value] if isinstance(value, list) else [] if value is None else [value]
+        vocab_size = _size(hf, "vocab_size", file)
+        extra = read_json(generation).get("eos_token_id")
+        extra = check_ids(extra, "eos_token_id", vocab_size, generation)
+        own = check_ids(hf.get("eos_token_id"), "eos_token_id", vocab_size, file)
+        hf["eos_token_id"] = list(dict.fromkeys(own + extra))
+    try:
+        return from_hf(hf, source=file, **kwargs)
+    except (KeyError, TypeError, ValueError) as e:  # e.g. rope_theta="x": name the file
+        message = str(e) if file in str(e) else f"{file}: {type(e).__name__}: {e}"
+        raise ValueError(message) from None

@@ -7,6 +7,12 @@ rendered with jinja2 in a sandbox configured the way transformers renders them (
 lstrip_blocks, loop controls, `raise_exception`, a `tojson` that keeps non-ASCII text), so the
 prompt text equals `apply_chat_template`'s (tests/lm). `train_bpe` trains a small byte-level BPE
 tokenizer.
+
+Every error of `from_dir` names its file: a tokenizer.json that does not read, a JSON file that
+is not JSON, a special token (bos / eos / pad) that is not in the vocabulary or a stop id outside
+it, a chat template that does not compile. A template that raises while rendering (its own
+`raise_exception`, the sandbox refusing an attribute, a type error) is a ValueError naming the
+file that holds it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ import jinja2.ext
 import jinja2.sandbox
 import numpy as np
 import tokenizers
+
+from rljax import cli
+from rljax.lm.model.hf import config as hf_config
 
 
 def _raise(message):
@@ -44,6 +53,24 @@ def _environment() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     return env
 
 
+def _read_text(file: str) -> str:
+    try:
+        with open(file, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{file} is not UTF-8 text (byte {e.start}: {e.reason})") from None
+
+
+def _compile(template: str, where: str) -> jinja2.Template:
+    """The chat template compiled in the sandbox; a syntax error names `where` and the line."""
+    try:
+        return _environment().from_string(template)
+    except jinja2.exceptions.TemplateSyntaxError as e:
+        raise ValueError(
+            f"the chat template in {where} does not compile (line {e.lineno}: {e.message})"
+        ) from None
+
+
 def _token_text(value) -> str | None:
     """A special token's text from tokenizer_config.json (a string or an AddedToken dict)."""
     return value.get("content") if isinstance(value, dict) else value
@@ -59,6 +86,7 @@ class HFTokenizer:
     bos_token: str | None = None
     eos_token: str | None = None
     chat_template: str | None = None
+    chat_template_file: str | None = None  # where chat_template comes from (named in errors)
 
     @property
     def eos_id(self) -> int:
@@ -82,29 +110,53 @@ class HFTokenizer:
         file = os.path.join(path, "tokenizer.json")
         if not os.path.exists(file):
             raise FileNotFoundError(f"tokenizer path {path!r} has no tokenizer.json")
-        tok = tokenizers.Tokenizer.from_file(file)
-        conf = {}
-        if os.path.exists(os.path.join(path, "tokenizer_config.json")):
-            with open(os.path.join(path, "tokenizer_config.json")) as f:
-                conf = json.load(f)
-        template = conf.get("chat_template")
-        if template is None and os.path.exists(os.path.join(path, "chat_template.jinja")):
-            with open(os.path.join(path, "chat_template.jinja")) as f:
-                template = f.read()
-        eos, pad = _token_text(conf.get("eos_token")), _token_text(conf.get("pad_token"))
+        try:
+            tok = tokenizers.Tokenizer.from_file(file)
+        except Exception as e:  # tokenizers raises a bare Exception naming no file
+            raise ValueError(
+                f"{file} does not read as a tokenizer ({cli.one_line(e)}); a download cut short or "
+                "a damaged file: fetch it again"
+            ) from None
+        conf_file = os.path.join(path, "tokenizer_config.json")
+        conf = hf_config.read_json(conf_file) if os.path.exists(conf_file) else {}
+        template, template_file = conf.get("chat_template"), f"{conf_file} (chat_template)"
+        if template is not None and not isinstance(template, str):
+            raise ValueError(
+                f"{template_file} is a JSON {type(template).__name__}; allowed: the template's "
+                "text (a string)"
+            )
+        jinja_file = os.path.join(path, "chat_template.jinja")
+        if template is None and os.path.exists(jinja_file):
+            template, template_file = _read_text(jinja_file), jinja_file
+        if template is not None:
+            _compile(template, template_file)
+        vocab = tok.get_vocab_size()
+        specials = {}
+        for field in ("bos_token", "eos_token", "pad_token"):
+            text = _token_text(conf.get(field))
+            if text is not None and tok.token_to_id(text) is None:
+                raise ValueError(
+                    f"{conf_file} {field}={text!r} is not in the vocabulary of {file}; allowed: "
+                    "one of its tokens, or null"
+                )
+            specials[field] = text
+        eos, pad = specials["eos_token"], specials["pad_token"]
         ids = list(eos_ids)
         if not ids and eos is not None:
             ids.append(tok.token_to_id(eos))
         for model_conf in ("config.json", "generation_config.json"):
-            if not eos_ids and os.path.exists(os.path.join(path, model_conf)):
-                with open(os.path.join(path, model_conf)) as f:
-                    extra = json.load(f).get("eos_token_id")
-                ids += [i for i in (extra if isinstance(extra, list) else [extra]) if i is not None]
-        ids = [i for i in dict.fromkeys(ids) if i is not None]
+            model_file = os.path.join(path, model_conf)
+            if not eos_ids and os.path.exists(model_file):
+                extra = hf_config.read_json(model_file).get("eos_token_id")
+                ids += hf_config.check_ids(extra, "eos_token_id", vocab, model_file)
+        ids = list(dict.fromkeys(ids))
         if not ids:
             raise ValueError(f"tokenizer path {path!r}: no eos_token; pass eos_ids")
         pad_id = tok.token_to_id(pad) if pad is not None else ids[0]
-        return cls(tok, tuple(ids), pad_id, _token_text(conf.get("bos_token")), eos, template)
+        return cls(
+            tok, tuple(ids), pad_id, specials["bos_token"], eos, template,
+            template_file if template is not None else None,
+        )  # fmt: skip
 
     def fingerprint(self) -> str:
         """A hash of the vocabulary, merges and stop/pad ids (names the SFT bases trained on it)."""
@@ -120,13 +172,20 @@ class HFTokenizer:
         """The prompt text of a conversation (`[{"role": ..., "content": ...}, ...]`)."""
         if self.chat_template is None:
             raise ValueError("this tokenizer has no chat_template (tokenizer_config.json)")
-        template = _environment().from_string(self.chat_template)
-        return template.render(
-            messages=messages,
-            add_generation_prompt=add_generation_prompt,
-            bos_token=self.bos_token or "",
-            eos_token=self.eos_token or "",
-        )
+        where = self.chat_template_file or "the tokenizer"
+        template = _compile(self.chat_template, where)
+        try:
+            return template.render(
+                messages=messages,
+                add_generation_prompt=add_generation_prompt,
+                bos_token=self.bos_token or "",
+                eos_token=self.eos_token or "",
+            )
+        except Exception as e:  # the template's own code failed: say so, and where it lives
+            raise ValueError(
+                f"the chat template in {where} failed to render a conversation: "
+                f"{type(e).__name__}: {cli.one_line(e)}"
+            ) from None
 
     def decode(self, ids) -> tuple[str, bool]:
         """Text up to the first stop token (special tokens dropped), and whether one was found."""
