@@ -141,7 +141,7 @@ def test_dqn_learning_starts_beyond_the_run_is_refused():
                           strict=True)),
     )  # fmt: skip
     config = dqn.Config(learning_starts=10_000)
-    with pytest.raises(ValueError, match=r"dqn.learning_starts=10000 is invalid; allowed: below "
+    with pytest.raises(ValueError, match=r"dqn.learning_starts=10000 is invalid; allowed: at most "
                        r"the run's 5000 env steps"):  # fmt: skip
         experiment.validate_run(run, dqn, config)
     experiment.validate_run(run, dqn, dqn.Config(learning_starts=1_000))  # fits: accepted

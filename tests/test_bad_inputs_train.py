@@ -195,7 +195,9 @@ def test_dqn_learning_starts_beyond_the_budget_is_refused_at_parse_time(train):
     message = _parse_error(
         train.parse, [DQN, "--config.total_timesteps=5000", "--config.dqn.learning_starts=6000"]
     )
-    assert "dqn.learning_starts=6000 is invalid; allowed: below the run's 5000 env steps" in message
+    assert (
+        "dqn.learning_starts=6000 is invalid; allowed: at most the run's 5000 env steps" in message
+    )
 
 
 def test_unwritable_workdir_is_refused_at_parse_time(train):

@@ -66,9 +66,11 @@ def test_shipped_config_trains_a_few_updates(train, name, env_name, tmp_path):
          "dqn.num_bins=1 is invalid; allowed: an integer >= 2"),
         (["--config=configs/iqn.py:CartPole-v1", "--config.dqn.huber_delta=0"],
          "dqn.huber_delta=0.0 is invalid; allowed: > 0"),
-        (["--config=configs/iqn.py:CartPole-v1", "--config.dqn.batch_size=100000"],
+        (["--config=configs/iqn.py:CartPole-v1", "--config.dqn.batch_size=5000"],
          "dqn.learning_starts=2000 is invalid; allowed: an integer >= max(batch_size, n_step * "
-         "num_envs) = 100000"),
+         "num_envs) = 5000"),
+        (["--config=configs/iqn.py:CartPole-v1", "--config.dqn.batch_size=100000"],
+         "dqn.buffer_size=20000 is smaller than a batch; allowed: >= batch_size=100000"),
         (["--config=configs/iqn.py:CartPole-v1", "--config.dqn.tau=1.5"],
          "dqn.tau=1.5 is invalid; allowed: in (0, 1]"),
     ],

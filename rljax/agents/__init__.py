@@ -12,9 +12,13 @@ Every learner module (`ppo`, `ppo_rnn`, `dqn`, `pqn`, `sqirl`, `sac`, `td3`, `mp
 - `State`: a NamedTuple pytree holding parameters, optimizer state, keys, counters and the
   learner's `Hparams`.
 - `validate(config)`: raises ValueError naming the field, its value and the allowed range,
-  before anything is built or compiled. Learners tied to one kind of action space (`sac`,
-  `td3`, `mpo`) also define `validate_env(config, env)`, which the trainer calls with the
-  environment before compiling (e.g. SAC's continuous variant on CartPole is refused).
+  before anything is built or compiled. Every control learner (those `experiments/train.py`
+  runs) also defines `validate_env(config, env)`, which the trainer calls with the environment
+  before compiling: it refuses an action space the learner cannot act in (DQN, IQN, PQN or
+  SQIRL on Pendulum; SAC's continuous variant on CartPole); PPO's accepts every environment.
+  A learner whose gradient steps wait for some env steps names that setting `learning_starts`
+  (`dqn`, `sac`, `td3`, `mpo`): the trainer refuses a budget that ends before it
+  (`rljax.train.experiment.check_learning_starts`).
 - `env_steps_per_update(config)`: the samples one update consumes (environment steps,
   completions, dataset rows): the x axis of every curve.
 - `init(config, env, key, hparams) -> State`.

@@ -85,6 +85,12 @@ def env_steps_per_update(config: Config) -> int:
     return config.num_envs * config.rollout_steps
 
 
+def validate_env(config: Config, env: gymnax_env.Env) -> None:
+    """DQN (every value head, IQN's included) picks one of ``A`` discrete actions."""
+    del config
+    learner.validate_discrete_env("dqn", env, "for continuous actions use ppo, sac, td3 or mpo")
+
+
 def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     for field in ("num_envs", "rollout_steps", "grad_steps", "buffer_size", "batch_size",
@@ -111,6 +117,11 @@ def validate(config: Config) -> None:
             f"dqn.buffer_size={config.buffer_size} is invalid; allowed: a multiple of "
             f"num_envs={config.num_envs}"
         )
+    if config.buffer_size < config.batch_size:
+        raise ValueError(
+            f"dqn.buffer_size={config.buffer_size} is smaller than a batch; allowed: >= "
+            f"batch_size={config.batch_size}"
+        )
     if config.buffer_size // config.num_envs <= config.n_step:
         raise ValueError(
             f"dqn.buffer_size={config.buffer_size} is too small; allowed: > n_step * num_envs "
@@ -121,12 +132,6 @@ def validate(config: Config) -> None:
         raise ValueError(
             f"dqn.learning_starts={config.learning_starts!r} is invalid; allowed: an integer >= "
             f"max(batch_size, n_step * num_envs) = {need}, so the first sample has enough data"
-        )
-    run_steps = config.num_updates * env_steps_per_update(config)
-    if config.learning_starts >= run_steps:
-        raise ValueError(
-            f"dqn.learning_starts={config.learning_starts} is invalid; allowed: below the run's "
-            f"{run_steps} env steps per agent (total_timesteps), or nothing is ever learned"
         )
     if config.target_update_every % env_steps_per_update(config):
         raise ValueError(

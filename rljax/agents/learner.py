@@ -5,6 +5,7 @@
   (the unit the host loop compiles, vmaps over the population and calls between syncs);
 * ``annealed_lr``: the linear learning-rate decay to 0 over the run;
 * ``evaluate_episodes``: episode stats of a control learner's policy in fresh environments;
+* ``validate_discrete_env``: the ``validate_env`` of a learner that acts in discrete actions only;
 * ``config_from_dict``: a config block (plain dict, e.g. from ``ml_collections``) to the agent's
   frozen ``Config``, with lists made tuples, unknown fields named, and the value-head name and its
   settings built into one ``rljax.nets.q_heads.Head`` (agents never branch on the name).
@@ -112,6 +113,23 @@ def evaluate_episodes(env, policy: Callable, key: jax.Array, carry=None) -> dict
     start = (gymnax_env.reset(env, reset_key, EVAL_ENVS), jnp.ones((EVAL_ENVS,), bool), carry)
     _, stats = jax.lax.scan(_step, start, jax.random.split(run_key, env.max_steps))
     return rollout_lib.episode_summary(stats)
+
+
+def validate_discrete_env(block: str, env: gymnax_env.Env, instead: str) -> None:
+    """Refuses an environment with continuous actions for a learner that picks one of ``A``
+    discrete actions (an argmax over Q-values fed to a continuous environment would be read as
+    a torque, and train nothing meaningful without an error).
+
+    Args:
+      block: the learner's config block, e.g. ``"dqn"``.
+      env: the environment.
+      instead: what to use instead, e.g. ``"for continuous actions use ppo, sac, td3 or mpo"``.
+    """
+    if not env.discrete:
+        raise ValueError(
+            f"env_name={env.name!r} has continuous actions ({env.num_actions}-dimensional); "
+            f"{block} acts in discrete action spaces only; {instead}"
+        )
 
 
 def config_from_dict(config_cls: type[Config], block: str, values: Mapping[str, Any]) -> Config:

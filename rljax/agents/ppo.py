@@ -82,6 +82,12 @@ def validate(config: Config) -> None:
         raise ValueError(f"ppo.max_grad_norm={config.max_grad_norm!r} is invalid; allowed: > 0")
 
 
+def validate_env(config: Config, env: gymnax_env.Env) -> None:
+    """PPO acts in discrete (categorical) and continuous (Gaussian) action spaces: every
+    environment is accepted."""
+    del config, env
+
+
 # field -> (check, description of what is allowed)
 HPARAM_RULES = {
     "lr": (lambda v: v > 0, "> 0"),

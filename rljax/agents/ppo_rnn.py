@@ -80,6 +80,7 @@ def validate(config: Config) -> None:
 
 
 env_steps_per_update = ppo.env_steps_per_update  # num_envs * num_steps
+validate_env = ppo.validate_env  # categorical or Gaussian head: every environment
 
 
 class State(NamedTuple):

@@ -80,6 +80,12 @@ def env_steps_per_update(config: Config) -> int:
     return config.num_envs * config.rollout_steps
 
 
+def validate_env(config: Config, env: gymnax_env.Env) -> None:
+    """PQN's ε-greedy argmax picks one of ``A`` discrete actions."""
+    del config
+    learner.validate_discrete_env("pqn", env, "for continuous actions use ppo, sac, td3 or mpo")
+
+
 def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     for field in ("num_envs", "rollout_steps", "num_epochs", "num_minibatches", "num_updates"):

@@ -92,6 +92,12 @@ def env_steps_per_update(config: Config) -> int:
     return config.num_envs * config.rollout_steps
 
 
+def validate_env(config: Config, env: gymnax_env.Env) -> None:
+    """SQIRL's greedy prefixes take the argmax of ``A`` discrete actions' Q-values."""
+    del config
+    learner.validate_discrete_env("sqirl", env, "for continuous actions use ppo, sac, td3 or mpo")
+
+
 def validate(config: Config) -> None:
     """Checks static settings; a ``ValueError`` names the field, the value and what is allowed."""
     for field in ("num_envs", "rollout_steps", "mc_steps", "buffer_size", "batch_size",
@@ -117,6 +123,11 @@ def validate(config: Config) -> None:
         raise ValueError(
             f"sqirl.buffer_size={config.buffer_size} is too small; allowed: >= mc_steps * "
             f"num_envs = {config.mc_steps * config.num_envs}"
+        )
+    if config.buffer_size < config.batch_size:
+        raise ValueError(
+            f"sqirl.buffer_size={config.buffer_size} is smaller than a batch; allowed: >= "
+            f"batch_size={config.batch_size}"
         )
     if not 0 <= config.prefix_until <= 1:
         raise ValueError(

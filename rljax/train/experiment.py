@@ -80,8 +80,9 @@ def validate_run(run: RunConfig, learner: agents.Learner, learner_config) -> lis
     if updates > 0 and any(f.name == "num_updates" for f in dataclasses.fields(learner_config)):
         learner_config = dataclasses.replace(learner_config, num_updates=updates)
     learner.validate(learner_config)
-    if hasattr(learner, "validate_env"):  # learners tied to one action space (sac, td3, mpo)
-        learner.validate_env(learner_config, envs.make(run.env_name))
+    # Every control learner says which action spaces it acts in (a new one without
+    # validate_env fails here, and in the registry-wide test, never silently).
+    learner.validate_env(learner_config, envs.make(run.env_name))
     points = sweep.grid(dict(run.hparams), dict(run.sweep))
     population.check_grid(learner, points)
     per_update = learner.env_steps_per_update(learner_config)
@@ -89,7 +90,33 @@ def validate_run(run: RunConfig, learner: agents.Learner, learner_config) -> lis
         raise ValueError(
             f"total_timesteps={run.total_timesteps} is below one update's {per_update} env steps"
         )
+    check_learning_starts(run, learner, learner_config)
     return points
+
+
+def check_learning_starts(run: RunConfig, learner: agents.Learner, learner_config) -> None:
+    """Refuses a run that ends before its learner's first gradient step.
+
+    Every learner whose gradient steps wait for a number of env steps calls that field
+    ``learning_starts`` (``dqn``, ``sac``, ``td3``, ``mpo``; ``rljax.agents``), so one rule covers
+    them all, and the next. Update ``i`` (from 0) learns once its env steps ``(i + 1) * n``
+    reach ``learning_starts``, so the run's last update learns iff ``learning_starts`` is at
+    most the env steps of its whole updates; beyond that the run would collect data and exit 0
+    having learned nothing. (A first leg that only collects, resumed with a larger budget, is
+    refused too: give the leg at least one learning update.)
+    """
+    if "learning_starts" not in {f.name for f in dataclasses.fields(learner_config)}:
+        return
+    block = learner.__name__.rsplit(".", 1)[-1]
+    run_steps = num_updates(run, learner, learner_config) * learner.env_steps_per_update(
+        learner_config
+    )
+    if learner_config.learning_starts > run_steps:
+        raise ValueError(
+            f"{block}.learning_starts={learner_config.learning_starts} is invalid; allowed: at "
+            f"most the run's {run_steps} env steps per agent (total_timesteps), or no update "
+            "ever learns"
+        )
 
 
 def num_updates(run: RunConfig, learner: agents.Learner, learner_config) -> int:
