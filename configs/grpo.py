@@ -23,12 +23,8 @@ Measured on the 2-core CPU (docs/lm.md):
 """
 
 import ml_collections
-from ml_collections import config_dict
 
-from rljax.agents.grpo import presets
-
-# integer preset fields
-_INTS = ("num_epochs", "num_minibatches", "dynamic_sampling", "mask_truncated_completions")
+from rljax.train import rl_fields
 
 
 def get_config(arg: str = "arithmetic"):
@@ -86,15 +82,9 @@ def get_config(arg: str = "arithmetic"):
     c.lora.alpha = 32.0  # the adapters' output is scaled by alpha / rank
     c.lora.targets = "attention,mlp"  # projection names or groups (attention, mlp)
 
-    c.rl = ml_collections.ConfigDict()  # None = the preset's value
-    for field in presets.FIELDS:
-        kind = str if field in presets.CHOICES else int if field in _INTS else float
-        c.rl[field] = config_dict.placeholder(kind)
-
-    c.sweep = ml_collections.ConfigDict()  # field -> "a,b,..." ("" = not swept)
-    c.sweep.preset = ""
-    for field in presets.FIELDS:
-        c.sweep[field] = ""
+    # rl.<field>: every preset field (None = the preset's value); sweep.<field> = "a,b,..."
+    # ("" = not swept), `preset` included (rljax.train.rl_fields, shared with grpo_math.py)
+    c.rl, c.sweep = rl_fields.config_blocks()
 
     c.run = ml_collections.ConfigDict()
     c.run.steps = 4 if tiny else 100 if fast else 200  # RL updates per learner

@@ -11,10 +11,14 @@
         --config.sweep.preset=grpo,dr_grpo --config.num_seeds=2 --config.mesh.shape=2,2 \
         --config.mesh.axes=seeds,fsdp  # 4 learners, 2 per pair of devices, weights split over it
 
-The config has the shape of the toy RLVR config (configs/grpo.py): `preset` / `sweep.preset`,
-`num_seeds`, `seed`, `resume`, `progress` at the top, then `model`, `sft`, `run` (the loop's
-budget and batch), `eval` (the final pass@k) and `mesh` blocks, plus what only math has: `data`
-(the files), `checker` (math-verify) and `distributed`.
+The config has the shape of the toy RLVR config (configs/grpo.py): `preset`, `num_seeds`,
+`seed`, `resume`, `progress` at the top, the `rl` and `sweep` blocks (every learner field,
+`--config.rl.learning_rate=1e-6`, `--config.sweep.kl_coef=0.01,0.04`, `sweep.preset`), then
+`model`, `sft`, `run` (the loop's budget and batch), `eval` (the final pass@k) and `mesh` blocks,
+plus what only math has: `data` (the files), `checker` (math-verify) and `distributed`.
+A checkpoint model (`model.path` set) trains at presets.PRETRAINED's learning rate 1e-6 and
+weight decay 0 unless `rl.*` / `sweep.*` say otherwise (the sources: DeepSeekMath, TRL,
+DAPO, Dr. GRPO and verl all use 1e-6; rljax/agents/grpo/presets.py, docs/math.md).
 
 dataset: gsm8k | math (the file layout; `data.fields.*` renames fields for other layouts).
 model:   tiny (a decoder built at model.d_model.. sizes, byte tokenizer, plain template: runs on
@@ -34,6 +38,8 @@ wall, 31 s CPU (2-core Intel Xeon, 2026-12-04, docs/math.md).
 """
 
 import ml_collections
+
+from rljax.train import rl_fields
 
 DATASETS = ("gsm8k", "math")
 # name -> (checkpoint directory ("": the tiny model), prompt tokens, completion tokens, mesh
@@ -66,8 +72,11 @@ def get_config(arg: str = "gsm8k,tiny"):
     c.num_seeds = 1  # learners per preset
     c.resume = False  # continue from the latest checkpoint in the workdir (same config)
     c.progress = True  # progress bar with rate and metrics
-    c.sweep = ml_collections.ConfigDict()
-    c.sweep.preset = ""  # comma-separated presets, one grid point each ("": `preset` alone)
+    # rl.<field>: every learner field of every preset (rljax.agents.grpo.presets.FIELDS, None =
+    # the preset's value; a checkpoint model takes presets.PRETRAINED first: learning_rate 1e-6,
+    # weight_decay 0); sweep.<field> = "a,b,...": one grid point per value ("" = not swept),
+    # sweep.preset the presets. The same blocks as configs/grpo.py (rljax.train.rl_fields).
+    c.rl, c.sweep = rl_fields.config_blocks()
 
     c.data = ml_collections.ConfigDict()
     c.data.train_path = f"data/{dataset}/train.jsonl"  # JSONL or Parquet, downloaded by the user
@@ -91,7 +100,8 @@ def get_config(arg: str = "gsm8k,tiny"):
 
     c.sft = ml_collections.ConfigDict()
     c.sft.steps = 150 if tiny else 0  # the tiny model learns the "#### n" format first
-    c.sft.learning_rate = 3e-3
+    # the tiny model from scratch; a checkpoint at TRL SFTConfig's default (2e-5)
+    c.sft.learning_rate = 3e-3 if tiny else 2e-5
 
     c.run = ml_collections.ConfigDict()
     c.run.steps = 20 if tiny else 200  # RL updates per learner

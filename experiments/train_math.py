@@ -105,6 +105,8 @@ def from_config(c, workdir: str | None, dist: distributed.DistributedConfig):
         resume=c.resume,
         progress=c.progress,
         presets=tuple(swept or [c.preset]),
+        rl=tuple((k, v) for k, v in c.rl.items() if v is not None),
+        sweep=tuple((k, str(v)) for k, v in c.sweep.items() if k != "preset" and str(v).strip()),
         num_seeds=c.num_seeds,
         seed=c.seed,
         sft_steps=c.sft.steps,

@@ -11,7 +11,6 @@ comparison table (`rljax.stats`: mean and 95% intervals over seeds per grid poin
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import os
 import time
@@ -31,10 +30,9 @@ from rljax.lm.tasks.batches import completion_length, prompt_length, spread
 from rljax.lm.tasks.builders import level_splits
 from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
-from rljax.train import lm_base, lm_report, loop, population
-from rljax.train import sweep as sweep_lib
+from rljax.train import lm_base, lm_report, loop, population, rl_fields
 
-SWEEPABLE = ("preset", *presets.FIELDS)  # fields `sweep.<field>=a,b,...` may name
+SWEEPABLE = rl_fields.SWEEPABLE  # fields `sweep.<field>=a,b,...` may name
 # Fields a resumed run may change: the budget, logging and the final evaluation. Any other
 # change is refused before anything is built (rljax.io.fingerprint).
 RESUMABLE_FIELDS = (
@@ -144,53 +142,14 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
     )
 
 
-def _kind(field: str):  # names (presets, choices) stay strings
-    choice = field == "preset" or field in presets.CHOICES
-    return str if choice else int if field in grpo.INT_FIELDS else float
-
-
 def grid(run: LMRunConfig) -> list[dict]:
     """Grid points: `run.design` if given, else one dict per combination of swept values."""
-    sweep = {k: sweep_lib.parse_values(k, v, _kind(k)) for k, v in run.sweep if v.strip()}
-    if run.design:
-        return _design(run.design, sweep)
-    unknown = sorted(set(sweep) - set(SWEEPABLE))
-    if unknown:
-        raise ValueError(f"sweep.{unknown[0]} cannot be swept; valid: {', '.join(SWEEPABLE)}")
-    return [dict(zip(sweep, combo, strict=True)) for combo in itertools.product(*sweep.values())]
-
-
-def _design(design, sweep: dict) -> list[dict]:
-    if sweep:
-        raise ValueError(
-            f"sweep.{next(iter(sweep))} is set together with an explicit design; give one of them"
-        )
-    points = [dict(p) for p in design]
-    for i, point in enumerate(points):
-        unknown = sorted(set(point) - set(SWEEPABLE))
-        if unknown:
-            raise ValueError(
-                f"design point {i} names {unknown[0]!r}; valid fields: {', '.join(SWEEPABLE)}"
-            )
-        if set(point) != set(points[0]):
-            raise ValueError(
-                f"design point {i} names {sorted(point)}, point 0 names {sorted(points[0])}; "
-                "every point must name the same fields"
-            )
-    return points
+    return rl_fields.grid(run.sweep, run.design)
 
 
 def resolved_points(run: LMRunConfig, points: list[dict]) -> list[dict]:
     """Every grid point's full preset fields (names), validated."""
-    overrides = {k: v for k, v in run.rl if v is not None}
-    out = []
-    for point in points:
-        preset = point.get("preset", run.preset)
-        fields = {**overrides, **{k: v for k, v in point.items() if k != "preset"}}
-        values = presets.resolve(preset, **fields)
-        presets.check(values)
-        out.append(values)
-    return out
+    return rl_fields.resolved_points(run.preset, run.rl, points)
 
 
 def validate(run: LMRunConfig) -> list[dict]:

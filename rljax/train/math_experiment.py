@@ -3,8 +3,8 @@
 One run: load the train and test files (`rljax.lm.tasks.math_data`, checked disjoint), render
 prompts with the template and tokenizer into problem tables (`device_reward.make_table`, as
 the toy tasks do; `rljax.lm.tasks.math_task`), build the base policy
-(optionally fine-tuned on `#### <answer>` completions), then hand the population (`presets` x
-`num_seeds` GRPO-family learners) to `rljax.train.population.run`: one vmapped, jitted chunk of
+(optionally fine-tuned on `#### <answer>` completions), then hand the population (grid points
+x `num_seeds` GRPO-family learners) to `rljax.train.population.run`: one vmapped, jitted chunk of
 `chunk_steps` updates at a time, whose rewards come from the math-verify checker through
 `jax.pure_callback` inside the program, with the pipeline's checkpoints every
 `checkpoint_every` chunks, exact resume (`resume`), the config fingerprint, NaN stop, progress
@@ -13,6 +13,12 @@ quick pass@1 on the first `eval_problems` held-out problems is in the metrics; a
 `final_samples` completions of every held-out problem per learner give pass@k
 (`rljax.lm.tasks.rollout.evaluate_policy` with the checker as verifier), written to
 `<workdir>/results.json` with the config and the final evaluation's checker statistics.
+
+Learners: the grid points are `presets` x the swept values of `sweep` (every preset field,
+`rljax.train.rl_fields`, the toy RLVR front end's mechanism), and each learner's fields are its
+point's, then `rl`'s overrides, then for a checkpoint model `presets.PRETRAINED` (learning rate
+1e-6, no weight decay: the sources are in rljax.agents.grpo.presets), then its preset's. Every
+field is checked (name, value, range) before anything is loaded.
 
 Keys follow the pipeline's rule (`rljax.agents.learner`): learner `s` of every preset starts
 from `learner_key(seed, s)`; the base (random initialization of the tiny model) from
@@ -53,7 +59,7 @@ from rljax.lm.tasks import device_reward, math_answers, math_data, math_task, ro
 from rljax.lm.tasks.math_checker import Checker
 from rljax.parallel import distributed
 from rljax.parallel import mesh as mesh_lib
-from rljax.train import lm_mesh, lm_sharding, loop, math_base, population
+from rljax.train import lm_mesh, lm_sharding, loop, math_base, population, rl_fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +93,8 @@ class MathRunConfig:
     resume: bool = False  # continue from the latest checkpoint in workdir
     progress: bool = True  # a progress bar with rate and metrics
     presets: tuple[str, ...] = ("grpo",)  # one grid point per preset (a sweep axis)
+    rl: tuple[tuple[str, object], ...] = ()  # (preset field, value) overrides of every learner
+    sweep: tuple[tuple[str, str], ...] = ()  # (preset field, "a,b,..."): more grid axes
     num_seeds: int = 1  # learners per preset
     seed: int = 0
     sft_steps: int = 0  # fine-tuning steps on "#### answer" completions before RL
@@ -125,22 +133,42 @@ def validate(run: MathRunConfig) -> None:
         raise ValueError(f"dtype={run.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
     math_data.fields_for(run.layout, **dict(run.fields))
     math_answers.check_modes(run.answer_modes)
-    for preset in run.presets:
-        presets.hparam_values(presets.resolve(preset))
     if not run.presets:
         raise ValueError(f"presets is empty; valid: {', '.join(presets.PRESETS)}")
+    if "preset" in dict(run.sweep):
+        raise ValueError("sweep names 'preset'; the presets are the field `presets`")
+    for value in point_values(run):
+        presets.hparam_values(value)
     math_base.check_model(run)
     if not run.checker_timeout_s > 0:
         raise ValueError(f"checker_timeout_s={run.checker_timeout_s!r}; allowed: > 0")
     if not run.temperature > 0 or not run.format_weight >= 0:
         raise ValueError("temperature must be > 0 and format_weight >= 0")
-    lm_mesh.check(run.mesh_shape, run.mesh_axes, run.rules, len(run.presets) * run.num_seeds)
+    lm_mesh.check(run.mesh_shape, run.mesh_axes, run.rules, len(grid(run)) * run.num_seeds)
     distributed.validate(run.distributed)
 
 
+def grid(run: MathRunConfig) -> list[dict]:
+    """The grid points: every preset x every combination of `sweep`'s values, preset-major."""
+    return rl_fields.grid((("preset", ",".join(run.presets)), *run.sweep))
+
+
+def point_values(run: MathRunConfig) -> list[dict]:
+    """Every grid point's resolved preset fields (names), validated: the point's values, then
+    `rl`, then `presets.PRETRAINED` for a checkpoint model, then the preset's."""
+    defaults = presets.PRETRAINED if run.model != "tiny" else None
+    return rl_fields.resolved_points(run.presets[0], run.rl, grid(run), defaults)
+
+
 def learner_values(run: MathRunConfig) -> list[dict]:
-    """Every learner's resolved preset values, preset-major (`presets` x `num_seeds`)."""
-    return [presets.resolve(p) for p in run.presets for _ in range(run.num_seeds)]
+    """Every learner's resolved preset values, grid-major (grid points x `num_seeds`)."""
+    return [v for v in point_values(run) for _ in range(run.num_seeds)]
+
+
+def hparams(run: MathRunConfig) -> grpo.Hparams:
+    """The population's `grpo.Hparams`, one row per grid point (the learners' seeds share it)."""
+    rows = [grpo.make_hparams(presets.hparam_values(v)) for v in point_values(run)]
+    return jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *rows)
 
 
 def agent_config(run: MathRunConfig, values: list[dict], model, host_scorer) -> grpo.Config:
@@ -196,8 +224,9 @@ RESULTS = "results.json"
 
 
 def fingerprint_config(run: MathRunConfig) -> dict:
-    """The run's fields as its fingerprint (`<workdir>/config.json`) holds them."""
-    return dataclasses.asdict(run)
+    """The run's fields as its fingerprint (`<workdir>/config.json`) holds them (`rl` and
+    `sweep` only when set: the runs from before them keep their fingerprints)."""
+    return {k: v for k, v in dataclasses.asdict(run).items() if v or k not in ("rl", "sweep")}
 
 
 def _results_config(run: MathRunConfig) -> dict:
@@ -207,8 +236,15 @@ def _results_config(run: MathRunConfig) -> dict:
 
 
 def learner_names(run: MathRunConfig) -> list[str]:
-    """`<preset>/seed<s>` of every learner, preset-major (the pipeline's grid-major order)."""
-    return [f"{p}/seed{s}" for p in run.presets for s in range(run.num_seeds)]
+    """`<preset>[,<field>=<value>...]/seed<s>` of every learner (the swept fields of its grid
+    point), grid-major as the pipeline orders them."""
+    names = []
+    for point in grid(run):
+        label = ",".join(
+            [point["preset"], *(f"{k}={v}" for k, v in point.items() if k != "preset")]
+        )
+        names += [f"{label}/seed{s}" for s in range(run.num_seeds)]
+    return names
 
 
 def run(run: MathRunConfig) -> dict:
@@ -288,6 +324,8 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
             temperature=run.temperature,
         )  # fmt: skip
         results = {"config": _results_config(run), "mesh": dict(mesh.shape), "learners": {}}
+        # every learner's resolved fields: what its Hparams held (rules and overrides applied)
+        results["hparams"] = dict(zip(learner_names(run), learner_values(run), strict=True))
         key = jax.random.fold_in(learner.eval_key(run.seed), 0)  # quick evaluations: steps >= 1
         verify = math_task.verifier(checker, run.answer_modes)
         for i, name in enumerate(learner_names(run)):
@@ -307,25 +345,24 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
 
 
 def _spec(run: MathRunConfig, mesh, mesh_config, agent_cfg: grpo.Config, data) -> population.Spec:
-    """The run's population: presets x seeds of the GRPO learner, learners on `seeds`, each
+    """The run's population: grid points x seeds of the GRPO learner, learners on `seeds`, each
     one's weights (and the shared base) split by `rules`, each step's rows over data / fsdp."""
     agent_cfg = dataclasses.replace(
         agent_cfg,
         row_sharding=lm_sharding.row_sharding(mesh, agent_cfg),
         eval_seed=run.seed,
     )
-    hparams = [grpo.make_hparams(presets.hparam_values(presets.resolve(p))) for p in run.presets]
     rules = lm_mesh.RULES[run.rules]
     return population.Spec(
         learner=grpo,
         config=agent_cfg,
         env=data,
-        hparams=jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *hparams),
+        hparams=hparams(run),
         num_updates=run.steps,
         chunk_updates=loop.chunk_size(run.steps, run.chunk_steps),
         num_seeds=run.num_seeds,
         seed=run.seed,
-        grid=tuple({"preset": p} for p in run.presets),
+        grid=tuple(grid(run)),
         env_as_argument=True,
         mesh=mesh_config,
         member_rules=rules,

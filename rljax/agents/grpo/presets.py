@@ -165,6 +165,24 @@ PRESETS = {
 }
 FIELDS = tuple(_COMMON)  # every field a preset sets, and so every field a sweep may name
 
+# The presets' optimizer numbers are the toy testbed's (a 0.1-1M-parameter decoder trained from
+# scratch, learning_rate 3e-4). A pretrained checkpoint moves far with them: AdamW turns any
+# gradient, rounding noise included, into a step of about lr on every parameter, so one update
+# at 3e-4 moves each weight of a model whose weights are ~1e-2 by a few percent. A run from a
+# checkpoint (the math front end when `model.path` is set,
+# rljax.train.math_experiment) takes these values over every preset's, below its own `rl.*`
+# and `sweep.*` fields. What the sources use:
+#   DeepSeekMath GRPO (Shao et al. 2024): policy lr 1e-6, KL coefficient β = 0.04 (k3).
+#   TRL GRPOConfig defaults (1.x): learning_rate 1e-6, beta 0.0 (no KL), weight_decay 0.0.
+#   DAPO (Yu et al. 2025): lr 1e-6 (constant after a 20-step warm-up), no KL.
+#   Dr. GRPO (Liu et al. 2025, Oat-Zero): lr 1e-6, no KL.
+#   verl's GRPO example scripts: actor lr 1e-6, kl_loss_coef 0.001 with low_var_kl (k3).
+# All use 1e-6, which the rule takes. The KL settings stay each preset's own, which are its
+# paper's for pretrained models (grpo: k3 at β 0.04 as DeepSeekMath; dr_grpo, dapo: none).
+# weight_decay is 0 (TRL's default): a step without any signal leaves a checkpoint exactly as
+# it was (with decay w every optimizer step scales each parameter by 1 - lr·w; docs/math.md).
+PRETRAINED = {"learning_rate": 1e-6, "weight_decay": 0.0}
+
 
 _INF = float("inf")
 _POSITIVE = ("pacs_beta", "rover_rho", "sapo_tau_pos", "sapo_tau_neg")
