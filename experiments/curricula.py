@@ -174,8 +174,9 @@ def _ratio(r: dict) -> str:
 
 
 def _combine(signs: list[str]) -> str:
-    """A claim made for both arms, from their signs: ``verdicts.over_arms`` (all '+':
-    reproduced; some '+': partly; contradicted only when every arm is '-'; else not at scale)."""
+    """A claim made for both arms, from their signs: ``verdicts.over_arms``, the one rule (all
+    '+': reproduced; some '+': partly; no '+' and some '-': contradicted; all '0': not at this
+    scale)."""
     return verdicts.over_arms([verdicts.SIGNS[s] for s in signs])
 
 

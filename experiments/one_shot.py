@@ -20,12 +20,12 @@ k-shot runs draw every prompt of every step from their examples (``train_example
   1 example (π2); 2 examples (π1, π2); the full set (2,200 problems).
 
 Claims: "one example approaches the full set" and "test accuracy keeps rising after training
-accuracy saturates" are judged per selected example and combined by `verdicts.over_arms`
-(holds when it holds for every example; fails only when it fails for every one); "entropy alone
-helps" on π1; the overall verdict by `verdicts.overall`. Metrics per arm over seeds: held-out
-pass@1 (200 problems × 16 samples) and its gain over the base; training accuracy under the
-verifier (on the k examples); post-saturation generalization: the quick held-out pass@1 gain
-from the first evaluation after training accuracy (mean over 10 updates) reaches 0.9 to the end
+accuracy saturates" are judged per selected example and combined by `verdicts.over_arms` (the one
+rule: holds when it holds for every example, partly when for some, fails when for none and some
+fails); "entropy alone helps" on π1; the overall verdict by `verdicts.overall`. Metrics per arm over
+seeds: held-out pass@1 (200 problems × 16 samples) and its gain over the base; training accuracy
+under the verifier (on the k examples); post-saturation generalization: the quick held-out pass@1
+gain from the first evaluation after training accuracy (mean over 10 updates) reaches 0.9 to the end
 of training, over the learners that saturate.
 
 The default took 45 min on the shared 2-core CPU (SFT base cached; the selection run 7 min). Plots:

@@ -34,7 +34,7 @@ def test_bad_flags(bad_flag):
     assert "--steps=0" in bad_flag("curricula.py", "--steps", "0")
 
 
-def test_a_claim_for_both_curricula_needs_both_worse_to_fail():
+def test_a_claim_for_both_curricula_follows_the_one_rule():
     import importlib.util
     import pathlib
 
@@ -42,7 +42,8 @@ def test_a_claim_for_both_curricula_needs_both_worse_to_fail():
     spec = importlib.util.spec_from_file_location("curricula_script", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod._combine(["-", "0"]) == "not at this scale"  # was "contradicted"
+    assert mod._combine(["-", "0"]) == "contradicted"  # one arm worse, the other tied: refuted
+    assert mod._combine(["0", "0"]) == "not at this scale"
     assert mod._combine(["-", "-"]) == "contradicted"
     assert mod._combine(["+", "0"]) == "partly"
     assert mod._combine(["+", "+"]) == "reproduced"
