@@ -37,12 +37,19 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 from rljax import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# rejax's interpreter, as used for docs/learners_recurrent.md (the module docstring)
+REJAX_VENV = "python -m venv .venvs/rejax"
+REJAX_INSTALL = (
+    "pip install rejax==0.1.3 jax==0.5.3 jaxlib==0.5.3 gymnax==0.0.9 flax==0.10.4 optax==0.2.4 "
+    "chex==0.1.89 distrax==0.1.5 orbax-checkpoint==0.11.5"
+)
 
 # algorithm -> rejax's settings (configs/gymnax/cartpole.yaml of rejax) and rljax's equivalent.
 ALGOS = {
@@ -369,10 +376,44 @@ def child_rljax(algo: str, seeds: int, steps: int) -> dict:
     return {"compile_s": compile_s, "run_s": run_s, "final": final.tolist()}
 
 
-def _run_json(cmd: list[str], env: dict) -> dict:
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+def check_rejax_python(python: str) -> str:
+    """`python` if it is an interpreter that imports rejax and gymnax; else a one-line
+    `cli.ConfigError` saying what is missing and how to get it (nothing has run yet)."""
+    how = f"create it with `{REJAX_VENV} && .venvs/rejax/bin/{REJAX_INSTALL}`"
+    found = shutil.which(python)
+    if found is None:
+        what = "is not an executable file" if os.path.exists(python) else "does not exist"
+        raise cli.ConfigError(f"--rejax_python={python!r} {what}; {how}")
+    probe = [found, "-c", "import rejax, gymnax"]
+    try:
+        out = subprocess.run(probe, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise cli.ConfigError(f"--rejax_python={python!r} does not run ({e}); {how}") from None
     if out.returncode:
-        sys.exit(f"error: {' '.join(cmd[:2])} ... failed:\n{out.stderr[-3000:]}")
+        last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+        raise cli.ConfigError(
+            f"--rejax_python={python!r} cannot import rejax and gymnax ({last}); install them "
+            f"with `{python} -m {REJAX_INSTALL}` (or a separate interpreter: {REJAX_VENV})"
+        )
+    return found
+
+
+def _run_json(cmd: list[str], env: dict) -> dict:
+    """The JSON last line of a side's run; a run that fails is one line (its stderr's last line;
+    `--debug`: its whole stderr), exit 1."""
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    except OSError as e:  # the interpreter went away since the check
+        cli.fail(f"{cmd[0]} does not run: {e}", cli.EXIT_FAILED)
+    if out.returncode:
+        last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+        if cli.debug_requested():
+            print(out.stderr, file=sys.stderr)
+        cli.fail(
+            f"{' '.join(cmd[:2])} ... failed (exit {out.returncode}): {last} (rerun with "
+            f"{cli.DEBUG_FLAG} for its stderr)",
+            cli.EXIT_FAILED,
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -497,6 +538,7 @@ def main():
         plan(args)
     except ValueError as e:
         parser.error(str(e))
+    args.rejax_python = check_rejax_python(args.rejax_python)
     probe = (  # the machine, and whether rljax's draws go through its Threefry kernel
         "from rljax import machine, prng_kernel; "
         "print(machine.describe(), '| rljax threefry kernel:', prng_kernel.install())"

@@ -22,7 +22,6 @@ rljax.lm.model.hf.config.from_hf; rljax.train.memory_plan), float32 parameters a
 activations in `--dtype`, `--remat` checkpointing every block.
 """
 
-import argparse
 import sys
 
 from rljax import cli, prng_kernel, xla_flags
@@ -49,6 +48,9 @@ RULES = {"fsdp": steps.LM_FSDP, "fsdp_tensor": steps.LM_FSDP_TENSOR}
 PROGRAMS = ("step", "sampler", "population")
 DTYPES = ("float32", "bfloat16")
 GB = 1e9
+# integer flag -> its least allowed value
+INT_FLAGS = {"prompts": 1, "group_size": 1, "prompt_length": 1, "completion_length": 1,
+             "micro_batches": 1, "learners": 1, "logits_chunk": 0, "n_layers": 0}  # fmt: skip
 
 
 def _ints(text: str, name: str) -> tuple[int, ...]:
@@ -82,7 +84,7 @@ def _from_config(args) -> None:
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = cli.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(mp.SHAPES))
     p.add_argument("--mesh_shape", default="8")
     p.add_argument("--mesh_axes", default="fsdp")
@@ -107,10 +109,11 @@ def parse(argv):
     )  # fmt: skip
     p.add_argument("--n_layers", type=int, default=0, help="override the depth (0: the model's)")
     p.add_argument("--device_gb", type=float, default=80.0)
-    p.add_argument("--cpu_devices", type=int, default=8)
+    p.add_argument("--cpu_devices", default="8", help="fake CPU devices: N >= 1 or auto")
     p.add_argument("--out", default="runs/memory_plan")
     p.add_argument("--config", default=None, help="configs/grpo_math.py:<dataset>,<model>")
     args = p.parse_args(argv)
+    args.cpu_devices = _CPU_DEVICES  # read (and checked) before jax started
     if args.config:
         _from_config(args)
     for name in args.models.split(","):
@@ -123,13 +126,9 @@ def parse(argv):
             raise ValueError(f"--programs has {name!r}; valid: {', '.join(PROGRAMS)}")
     if args.dtype not in DTYPES:
         raise ValueError(f"--dtype={args.dtype!r} is unknown; valid: {', '.join(DTYPES)}")
-    names = ("prompts", "group_size", "prompt_length", "completion_length", "micro_batches",
-             "learners")  # fmt: skip
-    if args.logits_chunk < 0:
-        raise ValueError(f"--logits_chunk={args.logits_chunk} is invalid; allowed: >= 0")
-    for name in names:
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name}={getattr(args, name)} is invalid; allowed: >= 1")
+    for name, low in INT_FLAGS.items():
+        cli.check_int(f"--{name}", getattr(args, name), low=low)
+    cli.check_number("--device_gb", args.device_gb, low=0, low_open=True)
     if args.prompts % args.micro_batches:
         raise ValueError(
             f"--micro_batches={args.micro_batches} must divide --prompts={args.prompts}"
@@ -191,7 +190,10 @@ def markdown(rows, device_gb: float) -> str:
 
 
 def main(argv) -> int:
-    args, mesh_cfg = parse(argv)
+    try:
+        args, mesh_cfg = parse(argv)
+    except ValueError as e:  # a bad flag: one line, exit 2, before anything compiles
+        raise cli.ConfigError(cli.one_line(e)) from None
     mesh = mesh_lib.make_mesh(mesh_cfg)
     os.makedirs(args.out, exist_ok=True)
     stamp = {
@@ -240,7 +242,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except ValueError as e:
-        cli.fail(e)
+    cli.main(lambda: main(sys.argv[1:]))

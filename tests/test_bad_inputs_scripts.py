@@ -1,5 +1,5 @@
 """Bad input to the experiments and scripts (dp_cvar, train_sharded, bench_scaling,
-launch_multiprocess, bench_lm): one ``error:`` line, non-zero exit, nothing run.
+launch_multiprocess, bench_lm, memory_plan): one ``error:`` line, non-zero exit, nothing run.
 
 In-process through each script's parser / validate function where it has one; one subprocess
 per script family checks the real exit code and that no traceback reaches the user.
@@ -108,6 +108,49 @@ def test_dp_cvar_outdir_is_a_file(dp_cvar, tmp_path, capsys):
     assert "--outdir=" in message and "is a file" in message
 
 
+@pytest.fixture(scope="module")
+def memory_plan():
+    return _load("scripts/memory_plan.py", "memory_plan_script")
+
+
+def _memory_plan_cases() -> dict:
+    """Every numeric flag of scripts/memory_plan.py just outside its range, NaN and infinities."""
+    module = _load("scripts/memory_plan.py", "memory_plan_cases")
+    cases = {
+        f"{name} below {low}": ([f"--{name}={low - 1}"], f"--{name}={low - 1} is invalid; "
+                                f"allowed: an integer >= {low}")
+        for name, low in module.INT_FLAGS.items()
+    }  # fmt: skip
+    for value, shown in (("nan", "nan"), ("-80", "-80.0"), ("0", "0.0"), ("inf", "inf")):
+        cases[f"device_gb {value}"] = (
+            [f"--device_gb={value}"],
+            f"--device_gb={shown} is invalid; allowed: a finite number in (0, inf)",
+        )
+    cases["micro_batches not dividing"] = (
+        ["--prompts=8", "--micro_batches=3"],
+        "--micro_batches=3 must divide --prompts=8",
+    )
+    cases["model unknown"] = (["--models=gpt9"], "--models has 'gpt9'; valid: qwen2.5-0.5b")
+    return cases
+
+
+MEMORY_PLAN_CASES = _memory_plan_cases()
+
+
+@pytest.mark.parametrize("case", list(MEMORY_PLAN_CASES))
+def test_memory_plan_refuses_bad_numbers_before_compiling(memory_plan, case, tmp_path):
+    argv, expected = MEMORY_PLAN_CASES[case]
+    with pytest.raises(cli.ConfigError) as info:
+        memory_plan.main([*argv, f"--out={tmp_path}/plan"])
+    assert expected in str(info.value) and "\n" not in str(info.value), str(info.value)
+    assert not os.path.exists(tmp_path / "plan")  # nothing planned, nothing written
+
+
+def test_memory_plan_flag_that_is_not_a_number(memory_plan, capsys):
+    line = _one_line_exit(lambda: memory_plan.parse(["--device_gb=lots"]), capsys)
+    assert "argument --device_gb: invalid float value: 'lots'" in line
+
+
 def _script(*args, timeout=120):
     return subprocess.run(
         [sys.executable, *args],
@@ -136,6 +179,10 @@ SUBPROCESS_CASES = {
         "error: --breakdown='1,x' is invalid; allowed: comma-separated integers >= 1",
     ),
     "launch no command": (["scripts/launch_multiprocess.py"], "give the command to run after --"),
+    "memory_plan device_gb": (
+        ["scripts/memory_plan.py", "--device_gb=nan"],
+        "error: --device_gb=nan is invalid; allowed: a finite number in (0, inf)",
+    ),
     "launch processes": (
         ["scripts/launch_multiprocess.py", "--num_processes=0", "--", "true"],
         "error: --num_processes=0 is invalid",
