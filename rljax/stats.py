@@ -73,8 +73,8 @@ def iqm(scores) -> float:
     """Interquartile mean over all runs: the mean of the middle 50% (trimmed 25% each side).
 
     With n runs it weights each run by its overlap with the quantile range [n/4, 3n/4], so it is
-    defined for any n (n = 1, 2 give the mean; n = 3 weights the middle run 4 times the others) and equals `scipy.stats.trim_mean(x, 0.25)`
-    when n is a multiple of 4.
+    defined for any n (n = 1, 2 give the mean; n = 3 weights the middle run 4 times the others)
+    and equals `scipy.stats.trim_mean(x, 0.25)` when n is a multiple of 4.
     """
     x = np.sort(_as_2d(scores).ravel())
     weights = _iqm_weights(x.size)
