@@ -79,6 +79,10 @@ class Config:
     # the step constrains its prompts, completions and micro-batches to it, so each device runs
     # its share of the rows (`rljax.train.lm_sharding.jit_learner_update`). None: XLA's propagation.
     row_sharding: Any = None
+    # A `rljax.lm.agentic.env.TextEnv` (with `success(state)` and `metrics(state)`): each sample
+    # is an episode of several turns whose observations are context, not trained;
+    # completion_length must be its `spec.episode_length()`. None: single-turn completions.
+    env: Any = None
 
 
 class Hparams(NamedTuple):
@@ -182,6 +186,19 @@ def validate(config: Config) -> None:
         checks.check_int(name, getattr(config, name), low=0)
     if config.format_weight < 0 or config.reference_samples < 0:
         raise ValueError("format_weight and reference_samples must be >= 0")
+    if config.env is not None:
+        length = config.env.spec.episode_length()
+        if config.completion_length != length:
+            raise ValueError(
+                f"completion_length={config.completion_length} with an environment; allowed: its "
+                f"episode length {length} (max_turns x action_tokens + (max_turns - 1) x "
+                "observation_tokens)"
+            )
+        if config.reference_samples:
+            raise ValueError(
+                "reference_samples > 0 with an environment: the sample divergences (forward KL, "
+                "JS) are defined on single-turn completions; allowed: 0"
+            )
     unknown = [n for n in config.policy_losses if n not in presets.POLICY_LOSSES]
     if unknown or not config.policy_losses:
         raise ValueError(
@@ -246,6 +263,12 @@ def _rollout(config: Config, data: TaskData, state: State, key_prompts, key_samp
     return groups.draw(config, data.train, params, hp, bandit, key_prompts, key_sample)
 
 
+def _has_observations(config: Config) -> bool:
+    """Whether the episodes can hold environment tokens (several turns with observations)."""
+    spec = None if config.env is None else config.env.spec
+    return spec is not None and spec.max_turns > 1 and spec.observation_tokens > 0
+
+
 def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norms, base=None):
     """The micro-batch's contribution to its minibatch's loss. Returns (loss, metrics).
 
@@ -262,6 +285,11 @@ def loss_fn(params, config: Config, hp: Hparams, batch: groups.Batch, refs, norm
         batch.completion_mask,
         config.group_size,  # micro-batches are whole groups: each prompt runs once
     )
+    if _has_observations(config):  # observations: context only, no log-prob reaches a loss
+        policy_tokens = batch.mask > 0
+        logp, entropy, mean_log_probs = (
+            jnp.where(policy_tokens, x, 0.0) for x in (logp, entropy, mean_log_probs)
+        )
     choice = _choice(hp)
     mb = objective.MicroBatch(
         logp,
@@ -397,7 +425,7 @@ def step(
             batch.adv.reshape(-1, G), ro.group_valid
         ),
         "response/length": jnp.mean(jnp.sum(ro.completion_mask, axis=1).astype(jnp.float32)),
-        "tokens/generated": ro.generated, **extra,
+        "tokens/generated": ro.generated, **ro.metrics, **extra,
     })  # fmt: skip
     if config.log_problems:  # per-problem training accuracy (1-shot RLVR's example selection)
         metrics.update(groups.problem_accuracy(ro.problem, ro.verified, config.log_problems))

@@ -13,8 +13,19 @@ import jax
 import jax.numpy as jnp
 
 from rljax.agents.grpo import curriculum, reward_signal
+from rljax.lm.agentic.rollout import sample_episodes
 from rljax.lm.model.sampling import sample
 from rljax.lm.tasks import device_reward
+
+
+class Sampled(NamedTuple):
+    """One sample per row: a completion, or with `config.env` an episode (`[R, A]` slots after
+    the prompt, `A = env.spec.episode_length()`)."""
+
+    tokens: jax.Array  # [R, A]
+    mask: jax.Array  # [R, A] 1 = a real token (attended)
+    policy_mask: jax.Array  # [R, A] 1 = written by the policy (trained); = mask without env
+    metrics: dict  # per-row episode statistics `[R]` (turns, the env's own); {} without env
 
 
 def act(config, params, prompt_tokens, prompt_mask, key):
@@ -42,9 +53,24 @@ def split_rows(config, tree):
 
 
 def sample_and_score(config, params, table: device_reward.ProblemTable, rows, key):
-    """One completion per row of `table[rows]`, its reward and correctness (on device)."""
+    """One completion (or episode) per row of `table[rows]`, its reward and correctness.
+
+    With `config.env` the policy acts over several turns in the environment
+    (`rljax.lm.agentic.rollout.sample_episodes`): the reward is the episode's return and the
+    correctness the environment's `success`. Returns (`Sampled`, reward `[R]`, correct `[R]`).
+    """
     prompt = split_rows(config, (table.prompt_tokens[rows], table.prompt_mask[rows]))
-    out = act(config, params, *prompt, key)
+    if config.env is not None:
+        problems = jax.tree.map(lambda x: x[rows], table)
+        ep = sample_episodes(
+            params, config.model, config.env, *prompt, problems, key,
+            temperature=config.temperature, top_p=config.top_p,
+        )  # fmt: skip
+        metrics = {"episode/turns": ep.turns.astype(jnp.float32), **config.env.metrics(ep.state)}
+        out = Sampled(ep.tokens, ep.mask, ep.policy_mask, metrics)
+        return out, ep.episode_return, config.env.success(ep.state)
+    completions = act(config, params, *prompt, key)
+    out = Sampled(completions.tokens, completions.mask, completions.mask, {})
     reward, correct = device_reward.score(
         config.reward_kind,
         out.tokens,
@@ -71,6 +97,7 @@ class Rollout(NamedTuple):
     problem: jax.Array  # [B] table rows
     level: jax.Array  # [B] int32 level index 0..K-1 of each kept group's problem
     generated: jax.Array  # float: completion tokens the learner sampled (all groups it needs)
+    metrics: dict  # means of the kept rows' episode statistics ({} without an environment)
 
 
 def draw(config, table: device_reward.ProblemTable, params, hp, bandit, key_prompts, key_sample):
@@ -124,11 +151,12 @@ def draw(config, table: device_reward.ProblemTable, params, hp, bandit, key_prom
     keep = jnp.argsort(rank)[:B]  # varied groups first (dynamic), else the first B
     group_valid = jnp.where(dynamic, varies[keep], True).astype(jnp.float32)
     kept = (keep[:, None] * G + jnp.arange(G)).reshape(-1)
-    mask = out.mask[kept].astype(jnp.float32) * jnp.repeat(group_valid, G)[:, None]
+    # the loss mask: the policy's tokens (an environment's observations are context, not trained)
+    mask = out.policy_mask[kept].astype(jnp.float32) * jnp.repeat(group_valid, G)[:, None]
     # Tokens sampled for the groups this learner needs: all drawn groups if it samples
     # dynamically, else its first B (what it would sample alone).
     needed = jnp.where(dynamic, True, jnp.arange(drawn) < B)
-    generated = jnp.sum(out.mask.reshape(drawn, -1).astype(jnp.float32) * needed[:, None])
+    generated = jnp.sum(out.policy_mask.reshape(drawn, -1).astype(jnp.float32) * needed[:, None])
     return Rollout(
         prompt_tokens[kept],
         prompt_mask[kept],
@@ -142,6 +170,7 @@ def draw(config, table: device_reward.ProblemTable, params, hp, bandit, key_prom
         problem[keep],
         table.level[problem[keep]] - 1,
         generated,
+        {k: jnp.mean(v[kept]) for k, v in out.metrics.items()},
     )
 
 

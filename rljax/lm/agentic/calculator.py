@@ -205,6 +205,14 @@ class CalculatorEnv:
         done = ~called  # an answer, or a turn that ran out of budget
         return obs, new, correct.astype(jnp.float32), done
 
+    def success(self, state: State) -> jax.Array:
+        return state.correct
+
+    def metrics(self, state: State) -> dict[str, jax.Array]:
+        """Tool calls per episode and how many of them were answered "=error"."""
+        calls = state.calls.astype(jnp.float32)
+        return {"tool/calls": calls, "tool/errors": state.errors.astype(jnp.float32)}
+
 
 def _final_int(tokens: jax.Array, real: jax.Array) -> tuple[jax.Array, jax.Array]:
     """`grammar.parse_int` of the real text after the last '=' (`-?[0-9]{1,9}`)."""

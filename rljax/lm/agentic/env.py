@@ -19,6 +19,8 @@ An environment is any object with
     spec: EnvSpec
     reset(key, problem) -> state
     step(state, action, action_mask) -> (Observation, state, reward, done)
+    success(state) -> bool                 the episode's outcome (pass@k, NFT / PACS labels)
+    metrics(state) -> {name: float32}      per-episode statistics (e.g. "tool/calls")
 
 for ONE episode (the rollout vmaps them over rows). `problem` is one row of the task's problem
 table (`rljax.lm.tasks.device_reward.ProblemTable`), whose prompt is the episode's first
@@ -94,3 +96,7 @@ class TextEnv(Protocol):
     def step(
         self, state: Any, action: jax.Array, action_mask: jax.Array
     ) -> tuple[Observation, Any, jax.Array, jax.Array]: ...
+
+    def success(self, state: Any) -> jax.Array: ...
+
+    def metrics(self, state: Any) -> dict[str, jax.Array]: ...
