@@ -204,6 +204,83 @@ def test_hostile_answers_are_wrong_within_the_time_limit(text):
     assert elapsed < limit + 4.0, elapsed
 
 
+@pytest.fixture(scope="module")
+def strict_checker():
+    with Checker(timeout_s=1.0, num_workers=1) as c:
+        yield c
+
+
+# Whole completions at a completion's size (64 KB) that held extraction for seconds before
+# (2026-12-04: 810 characters of the first took 3.5 s, 6,000 `\boxed{` 5 s), and the HOSTILE
+# answers inside completion text.
+HOSTILE_TEXTS = [
+    "\\boxed{a" + " " * 65536 + "!}",
+    "#### a" + " " * 65536 + "!",
+    "\\boxed{" * 9000,
+    "\\boxed{" + "{" * 30000 + "}" * 30000 + "}",
+    "1" * 65536,
+    "####" * 16000,
+    "\\boxed{" + "\\frac{1}{" * 7000,
+    *(f"Let us see. {text} So that is it." for text in HOSTILE),
+]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("text", HOSTILE_TEXTS, ids=range(len(HOSTILE_TEXTS)))
+def test_the_reward_of_a_hostile_completion_is_known_within_the_deadline(strict_checker, text):
+    """`judge` (what the reward callback calls): extraction and check of one completion within
+    the deadline plus the cost of replacing a worker."""
+    c = strict_checker
+    c.check([(text[:8] + "w", text[:8] + "w")])  # a live, warm worker before the clock starts
+    start = time.monotonic()
+    correct, answers = c.judge(["7"], [text])
+    elapsed = time.monotonic() - start
+    assert correct == [False]
+    assert elapsed < c.timeout_s + 2.0, elapsed
+
+
+@pytest.mark.timeout(300)
+def test_the_deadline_covers_extraction():
+    """A text whose extraction alone takes over a second (millions of braces: linear, but long)
+    is cut off at the deadline: no answer, a timeout counted, the call back well before
+    extraction could have finished, and the replacement worker judges the next completion."""
+    limit, slack = 0.1, 0.6
+    braces = 1 << 21
+    while True:  # as many braces as this machine needs for one second of extraction
+        text = "{" * braces + "\\boxed{7}"
+        start = time.monotonic()
+        assert math_answers.extract(text) == "7"
+        extraction_s = time.monotonic() - start
+        if extraction_s > limit + slack + 0.4 or braces >= 1 << 26:
+            break
+        braces *= 2
+    assert extraction_s > limit + slack + 0.4, extraction_s  # the bound below could fail
+    with Checker(timeout_s=limit, num_workers=1) as c:
+        c.check([("1", "1")])
+        start = time.monotonic()
+        assert c.judge(["7"], [text]) == ([False], [None])
+        elapsed = time.monotonic() - start
+        assert c.stats["timeouts"] == 1
+        assert c.judge(["7", "7"], ["#### 7", "#### 8"]) == ([True, False], ["7", "8"])
+    assert elapsed < limit + slack, (elapsed, extraction_s)
+
+
+def test_judge_extracts_each_text_once_and_checks_each_pair_once():
+    with Checker(timeout_s=10.0, num_workers=1) as c:
+        refs = ["2", "2", "2", "3"]
+        texts = ["#### 2", "#### 2", "so \\boxed{2}", "no answer"]
+        assert c.judge(refs, texts, ("boxed", "hash")) == (
+            [True, True, True, False], ["2", "2", "2", None]
+        )  # fmt: skip
+        assert c.stats == {"checked": 1, "cache_hits": 0, "timeouts": 0}  # ("2", "2") once
+        assert c.judge(refs[:2], texts[1:3])[0] == [True, True]
+        assert c.stats == {"checked": 1, "cache_hits": 2, "timeouts": 0}
+        with pytest.raises(ValueError, match="answer mode 'first' is unknown"):
+            c.judge(refs, texts, ("first",))
+        with pytest.raises(ValueError, match="4 references for 3 texts"):
+            c.judge(refs, texts[:3])
+
+
 def test_extraction_refuses_nul_bytes_and_huge_answers():
     assert math_answers.extract("#### 7\x00") is None
     assert math_answers.extract("\\boxed{" + "7" * 300 + "}") is None

@@ -10,7 +10,7 @@ import pytest
 from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import TransformerConfig, init_params
 from rljax.lm.model.hf.tokenizer import HFTokenizer
-from rljax.lm.tasks import TASKS, Problem, batches, device_reward, math_task, rollout
+from rljax.lm.tasks import TASKS, Problem, batches, device_reward, math_answers, math_task, rollout
 
 FIXTURE = "tests/lm/fixtures/hf/tokenizer"  # tokenizer.json with a BOS post-processor
 ARITHMETIC = TASKS["arithmetic"]
@@ -176,14 +176,16 @@ def test_evaluator_returns_none_where_the_sampler_does_not_judge():
 
 
 class _StubChecker:
-    """`Checker.check`'s interface: exact string equality, every call recorded."""
+    """`Checker.judge`'s interface: answers extracted here, exact string equality, every call's
+    `(reference, answer)` pairs recorded."""
 
     def __init__(self):
         self.calls = []
 
-    def check(self, pairs):
-        self.calls.append(list(pairs))
-        return [a is not None and a == r for r, a in pairs]
+    def judge(self, references, texts, modes):
+        answers = [math_answers.extract(text, modes) for text in texts]
+        self.calls.append(list(zip(references, answers, strict=True)))
+        return [a is not None and a == r for r, a in zip(references, answers, strict=True)], answers
 
 
 def test_math_verifier_judges_extracted_answers_in_one_check():

@@ -1,8 +1,11 @@
 """Final answers of math solutions: `\\boxed{...}`, GSM8K's `#### n`, or the last number.
 
-Extraction is plain string scanning (no regex backtracking over nested groups, no `eval`), linear
-in the text's length, so a megabyte of output costs milliseconds. It decides what is compared;
-`rljax.lm.tasks.math_checker` decides whether two extracted answers are equal (with math-verify).
+Extraction is linear in the text's length on every input, hostile ones included: no pattern can
+backtrack (each quantifier that could is possessive, `*+` / `?+`), `\\boxed{` groups are matched
+by one left-to-right pass over the braces, and no scan restarts from an earlier position. It
+decides what is compared; `rljax.lm.tasks.math_checker` decides whether two extracted answers are
+equal (with math-verify), with extraction inside the same per-completion deadline
+(`Checker.judge`).
 
   boxed        the content of the last `\\boxed{...}` / `\\fbox{...}` (braces balanced), or the
                token after `\\boxed ` (`\\boxed 5`);
@@ -19,46 +22,49 @@ import re
 
 MODES = ("boxed", "hash", "last_number")
 MAX_ANSWER_CHARS = 256  # longer extracted answers are refused (no MATH reference comes close)
-_BOX_COMMANDS = ("\\boxed", "\\fbox")
+_BOX = re.compile(r"\\(?:boxed|fbox)")  # the commands `\boxed` and `\fbox` (never overlapping)
+_BRACE = re.compile(r"[{}]")
+_TOKEN = re.compile(r"\s*+(\S++)")  # the first whitespace-free token (as `str.split()` finds it)
+_DIGITS = r"-?(?:\d{1,3}(?:,\d{3})++|\d++)"  # 1,000 or 1000
 _NUMBER = re.compile(
-    r"-?\\[dt]?frac(?:\{-?\d+\}\{\d+\}|\d\d)"  # \frac{1}{2}, \dfrac12
-    r"|-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+"
+    r"-?\\[dt]?frac(?:\{-?\d++\}\{\d++\}|\d\d)"  # \frac{1}{2}, \dfrac12
+    rf"|{_DIGITS}(?:\.\d++)?+(?:/\d++)?+|-?\.\d++"
 )
 # "18 dollars", "5 cm.", "$12 per hour": a number with only words around it (units, not maths).
+# Possessive runs: words, spaces and whitespace around the number are each taken whole, so a
+# run of spaces is read once instead of being split between three quantifiers in every way.
 _NUMBER_WITH_WORDS = re.compile(
-    r"^(?:[A-Za-z][A-Za-z ]*[:=]?\s*)?\\?\$?\s*"
-    r"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*(?:[A-Za-z][A-Za-z ./]*)?\.?$"
+    r"^(?:[A-Za-z][A-Za-z ]*+[:=]?+\s*+)?+\\?+\$?+\s*+"
+    r"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*+(?:[A-Za-z][A-Za-z ./]*+)?+\.?$"
 )
 
 
-def _balanced(text: str, open_at: int) -> str | None:
-    """The content of the brace group opening at `text[open_at] == '{'`, or None if unclosed."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        c = text[i]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : i]
-    return None
+def _closing_braces(text: str) -> dict[int, int]:
+    """`{open index: index of its matching '}'}` for every closed brace group of `text`, by one
+    pass with a stack (an unmatched `}` is skipped, an unclosed `{` has no entry)."""
+    stack: list[int] = []
+    closing: dict[int, int] = {}
+    for match in _BRACE.finditer(text):
+        if match.group() == "{":
+            stack.append(match.start())
+        elif stack:
+            closing[stack.pop()] = match.start()
+    return closing
 
 
 def _boxed(text: str) -> str | None:
-    start = max(text.rfind(command) for command in _BOX_COMMANDS)
-    while start >= 0:
-        command = next(c for c in _BOX_COMMANDS if text.startswith(c, start))
-        i = start + len(command)
+    ends = [match.end() for match in _BOX.finditer(text)]
+    if not ends:
+        return None
+    closing = _closing_braces(text) if "{" in text else {}
+    for i in reversed(ends):  # the last command with content wins
         if i < len(text) and text[i] == "{":
-            content = _balanced(text, i)
-            if content is not None:
-                return content
+            if i in closing:
+                return text[i + 1 : closing[i]]
         elif i < len(text) and text[i] == " ":  # "\boxed 5": the next whitespace-free token
-            token = text[i + 1 :].split(maxsplit=1)
+            token = _TOKEN.match(text, i + 1)
             if token:
-                return token[0].rstrip("$.")
-        start = max(text.rfind(c, 0, start) for c in _BOX_COMMANDS)
+                return token.group(1).rstrip("$.")
     return None
 
 
@@ -66,7 +72,8 @@ def _hash(text: str) -> str | None:
     at = text.rfind("####")
     if at < 0:
         return None
-    line = text[at + 4 :].split("\n", 1)[0].strip()
+    end = text.find("\n", at + 4)
+    line = text[at + 4 : end if end >= 0 else len(text)].strip()
     return line or None
 
 
@@ -92,6 +99,12 @@ def clean(answer: str) -> str:
     return answer
 
 
+def is_number(answer: str) -> bool:
+    """Whether a cleaned answer is one number as `last_number` reads them (`-3`, `1,000`,
+    `0.5`, `.5`, `1/2`, `\\frac{1}{2}`, `\\dfrac12`)."""
+    return _NUMBER.fullmatch(answer) is not None
+
+
 def check_modes(modes) -> tuple[str, ...]:
     """Validates an extraction order; raises ValueError naming the bad mode and the valid ones."""
     modes = tuple(modes)
@@ -103,16 +116,23 @@ def check_modes(modes) -> tuple[str, ...]:
     return modes
 
 
-def extract(text: str, modes=MODES) -> str | None:
-    """The final answer of `text` by the first of `modes` that finds one, cleaned; None if none
-    does, the text has a NUL byte, or the answer is longer than `MAX_ANSWER_CHARS`."""
+def find(text: str, modes=MODES) -> tuple[str, str] | None:
+    """`(mode, answer)`: the first of `modes` that finds something in `text` and what it found,
+    cleaned (possibly empty or longer than `MAX_ANSWER_CHARS`); None if no mode finds anything
+    or the text is not a string or has a NUL byte."""
     if not isinstance(text, str) or "\x00" in text:
         return None
     for mode in check_modes(modes):
         found = _EXTRACTORS[mode](text)
         if found is not None:
-            answer = clean(found)
-            if not answer or len(answer) > MAX_ANSWER_CHARS:
-                return None
-            return answer
+            return mode, clean(found)
     return None
+
+
+def extract(text: str, modes=MODES) -> str | None:
+    """The final answer of `text` by the first of `modes` that finds one, cleaned; None if none
+    does, the text has a NUL byte, or the answer is empty or longer than `MAX_ANSWER_CHARS`."""
+    found = find(text, modes)
+    if found is None or not found[1] or len(found[1]) > MAX_ANSWER_CHARS:
+        return None
+    return found[1]

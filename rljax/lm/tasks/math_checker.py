@@ -4,6 +4,10 @@
 (`rljax.lm.tasks.math_answers.extract`): each side is parsed as `\\boxed{<answer>}` with
 `math_verify.parse` and compared with `math_verify.verify(reference, answer)`, which accepts
 0.5 = 1/2 = \\frac{1}{2} = \\dfrac12, 1,000 = 1000, sets in any order, intervals, x^2 = x*x.
+`Checker.judge(references, texts, modes)` judges whole completions: the answer is extracted from
+each text in a worker too, and extraction and check share the one deadline, so the reward of any
+completion, however hostile its text, is known within `timeout_s` plus the cost of killing and
+replacing a worker (docs/math.md has the measured worst case).
 
 Deadline. math-verify's own timeouts use SIGALRM, which only works on the main thread (a
 `jax.pure_callback` runs on a runtime thread), so both are switched off
@@ -25,6 +29,8 @@ import multiprocessing
 import multiprocessing.connection
 import time
 from collections.abc import Sequence
+
+from rljax.lm.tasks import math_answers
 
 _CONTEXT = None
 _STARTUP_S = 120.0  # a worker's warm-up (importing and first parse) on a loaded machine
@@ -52,8 +58,16 @@ def verdict(reference: str, answer: str) -> bool:
     return bool(verify(gold, pred, timeout_seconds=None))
 
 
+def _extract(text: str, modes: tuple[str, ...]) -> str | None:
+    return math_answers.extract(text, modes)
+
+
+_JOBS = {"check": verdict, "extract": _extract}  # what a worker can be asked to do
+
+
 def _serve(conn) -> None:
-    """A worker: reads `(reference, answer)` pairs, writes verdicts, until the pipe closes."""
+    """A worker: reads jobs (`("check", reference, answer)` or `("extract", text, modes)`),
+    writes `(True, result)`, or `(False, None)` where the job raised, until the pipe closes."""
     import logging
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # the "timeout disabled" warning
@@ -61,14 +75,14 @@ def _serve(conn) -> None:
     conn.send("ready")
     while True:
         try:
-            reference, answer = conn.recv()
+            kind, *args = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            ok = verdict(reference, answer)
+            reply = (True, _JOBS[kind](*args))
         except BaseException:  # noqa: BLE001 - RecursionError, MemoryError: a wrong answer
-            ok = False
-        conn.send(ok)
+            reply = (False, None)
+        conn.send(reply)
 
 
 class _Worker:
@@ -78,7 +92,8 @@ class _Worker:
         self.process.start()
         child.close()
         self.ready = False  # warmed up
-        self.job: int | None = None  # index of the pair being checked
+        self.job: int | None = None  # index of the job being run
+        self.started = 0.0
         self.deadline = 0.0
 
     def kill(self) -> None:
@@ -143,6 +158,32 @@ class Checker:
 
     def check(self, pairs: Sequence[tuple[str | None, str | None]]) -> list[bool]:
         """Verdicts of `(reference, answer)` pairs; a None side (nothing extracted) is False."""
+        return self._verdicts(pairs, [self.timeout_s] * len(pairs))
+
+    def judge(
+        self, references: Sequence[str], texts: Sequence[str], modes=math_answers.MODES
+    ) -> tuple[list[bool], list[str | None]]:
+        """`(correct, answers)` of completion texts against extracted references.
+
+        Each distinct text's answer is extracted (`math_answers.extract(text, modes)`) in a
+        worker with `timeout_s` of wall time; its check then gets what is left of that time, so
+        extraction and check together never exceed `timeout_s` per completion (plus the cost of
+        replacing a worker that overran). A text whose extraction overruns has no answer (None)."""
+        modes = math_answers.check_modes(modes)
+        if len(references) != len(texts):
+            raise ValueError(f"{len(references)} references for {len(texts)} texts")
+        distinct = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        found, spent = self._run(
+            [("extract", text, modes) for text in distinct], [self.timeout_s] * len(distinct)
+        )
+        by_text = {text: (a, s) for text, a, s in zip(distinct, found, spent, strict=True)}
+        answers = [by_text[t][0] if isinstance(t, str) else None for t in texts]
+        left = [self.timeout_s - by_text[t][1] if isinstance(t, str) else 0.0 for t in texts]
+        pairs = list(zip(references, answers, strict=True))
+        return self._verdicts(pairs, left), answers
+
+    def _verdicts(self, pairs, budgets: list[float]) -> list[bool]:
+        """Verdicts of pairs, pair i given `budgets[i]` seconds (a repeated pair the least)."""
         verdicts = [False] * len(pairs)
         pending: dict[tuple[str, str], list[int]] = {}
         for i, (reference, answer) in enumerate(pairs):
@@ -155,29 +196,40 @@ class Checker:
                 self.stats["cache_hits"] += 1
             else:
                 pending.setdefault(key, []).append(i)
-        for key, ok in self._run(list(pending)).items():
+        keys = list(pending)
+        results, _ = self._run(
+            [("check", *key) for key in keys], [min(budgets[i] for i in pending[k]) for k in keys]
+        )
+        for key, result in zip(keys, results, strict=True):
+            ok = result is True
             self._remember(key, ok)
             for i in pending[key]:
                 verdicts[i] = ok
+        self.stats["checked"] += len(keys)
         return verdicts
 
-    def _run(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
-        """Checks distinct pairs on the workers, killing any that overruns its deadline.
+    def _run(self, jobs: list[tuple], budgets: list[float]) -> tuple[list, list[float]]:
+        """`(results, seconds)` of jobs run on the workers, job i killed (its worker replaced)
+        once it has taken `budgets[i]` seconds; an overrun, a job that raised or a worker that
+        died gives None. A job with no budget left is not run (an overrun).
 
-        A worker takes answers only once it has warmed up (its "ready" message), so start-up
+        A worker takes jobs only once it has warmed up (its "ready" message), so start-up
         time never counts against an answer."""
-        results: dict[tuple[str, str], bool] = {}
-        if not keys:
-            return results
-        while len(self._workers) < min(self.num_workers, len(keys)):
+        results: list = [None] * len(jobs)
+        spent = [max(0.0, b) for b in budgets]  # an overrun takes the whole budget
+        queue = collections.deque(i for i in range(len(jobs)) if budgets[i] > 0)
+        self.stats["timeouts"] += len(jobs) - len(queue)
+        if not queue:
+            return results, spent
+        while len(self._workers) < min(self.num_workers, len(queue)):
             self._workers.append(_Worker())
-        queue = collections.deque(range(len(keys)))
         while queue or any(w.job is not None for w in self._workers):
             for worker in self._workers:
                 if worker.ready and worker.job is None and queue:
                     worker.job = queue.popleft()
-                    worker.deadline = time.monotonic() + self.timeout_s
-                    worker.conn.send(keys[worker.job])
+                    worker.started = time.monotonic()
+                    worker.deadline = worker.started + budgets[worker.job]
+                    worker.conn.send(jobs[worker.job])
             busy = [w for w in self._workers if w.job is not None]
             starting = [w for w in self._workers if not w.ready]
             deadline = min((w.deadline for w in busy), default=time.monotonic() + _STARTUP_S)
@@ -194,16 +246,16 @@ class Checker:
             for worker in busy:
                 if worker.conn in ready:
                     message = self._message(worker)
-                    results[keys[worker.job]] = message is True
-                    if message is None:  # the worker died (out of memory): a wrong answer
+                    spent[worker.job] = now - worker.started
+                    if message is None:  # the worker died (out of memory): no result
                         self._replace(worker)
+                    elif message[0]:
+                        results[worker.job] = message[1]
                     worker.job = None
                 elif now >= worker.deadline:
-                    results[keys[worker.job]] = False
                     self.stats["timeouts"] += 1
                     self._replace(worker)
-        self.stats["checked"] += len(keys)
-        return results
+        return results, spent
 
     @staticmethod
     def _message(worker: _Worker):

@@ -16,7 +16,8 @@ Reward of a completion (`math_scorer`), as `rljax.lm.tasks.reward`:
   r = 1[finished] · (1[answer ≡ reference] + format_weight · 1[an answer was extracted])
 
 with the answer extracted by `rljax.lm.tasks.math_answers` and ≡ judged by
-`rljax.lm.tasks.math_checker`.
+`rljax.lm.tasks.math_checker`, both inside the checker's deadline (`Checker.judge`), so no text
+holds a completion's reward past `timeout_s` plus the cost of replacing a worker.
 `device_reward.score(kind="host", ...)` calls the scorer with `vmap_method="expand_dims"`, so a
 vmapped population sends all its completions in one call and every answer keeps its own
 deadline.
@@ -39,9 +40,9 @@ def completion(problem: Problem) -> str:
 
 
 def judge(checker: Checker, references: list[str], texts: list[str], modes):
-    """`(correct, well_formed)` lists for completion texts against extracted references."""
-    answers = [math_answers.extract(text, modes) for text in texts]
-    correct = checker.check(list(zip(references, answers, strict=True)))
+    """`(correct, well_formed)` lists for completion texts against extracted references: the
+    answers extracted and checked by `checker.judge`, both within its per-completion deadline."""
+    correct, answers = checker.judge(references, texts, modes)
     return correct, [a is not None for a in answers]
 
 
