@@ -38,30 +38,45 @@ README_ROWS = 10  # the README's headline table holds at most this many rows
 KINDS = ("reproduction", "benchmark", "learner", "record")
 
 
+def read_json(path: str):
+    """The JSON value in ``path``; a ValueError naming the file (and the line and column) if it
+    is not UTF-8 JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{path} is not JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+        ) from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}: {e.reason})") from None
+
+
 def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
-    """study -> card, with every figure's value (and interval) resolved; sorted by ``order``."""
+    """study -> card, with every figure's value (and interval) resolved; sorted by ``order``.
+    Every error names the card.json or results file at fault."""
     cards = {}
     for study in sorted(os.listdir(results_dir)):
         path = os.path.join(results_dir, study, "card.json")
         if not os.path.isfile(path):
             continue
-        with open(path) as f:
-            card = json.load(f)
+        card = read_json(path)
+        if not isinstance(card, dict):
+            raise ValueError(f"{path} holds a JSON {type(card).__name__}; allowed: an object")
         if kind(card) not in KINDS:
-            raise ValueError(f"{study}: kind={kind(card)!r} is invalid; allowed: {KINDS}")
-        for seed_set in card.get("seed_sets", []):
+            raise ValueError(f"{path}: kind={kind(card)!r} is invalid; allowed: {KINDS}")
+        for i, seed_set in enumerate(card.get("seed_sets", [])):
+            if not isinstance(seed_set, dict) or not isinstance(seed_set.get("figures"), dict):
+                raise ValueError(f"{path}: seed_sets[{i}] has no figures object")
             # Each seed set reads its own run's file (``results``; default results.json).
             raw_name = seed_set.get("results", "results.json")
             raw_path = os.path.join(results_dir, study, raw_name)
-            raw = None
-            if os.path.isfile(raw_path):
-                with open(raw_path) as f:
-                    raw = json.load(f)
+            raw = read_json(raw_path) if os.path.isfile(raw_path) else None
             for name, fig in seed_set["figures"].items():
                 if "path" in fig:
                     if raw is None:
-                        raise ValueError(f"{study}: figure {name!r} has a path but no {raw_name}")
-                    fig.update(_resolve(raw, fig["path"], f"{study}: {name}"))
+                        raise ValueError(f"{path}: figure {name!r} has a path but no {raw_path}")
+                    fig.update(_resolve(raw, fig["path"], f"{path}: figure {name!r}", raw_path))
         cards[study] = card
     return dict(sorted(cards.items(), key=lambda kv: (kv[1].get("order", 99), kv[0])))
 
@@ -70,14 +85,15 @@ def kind(card: dict) -> str:
     return card.get("kind", "reproduction")
 
 
-def _resolve(raw, path: list, where: str) -> dict:
-    """{"value": ..., "ci": [...]} from results.json at ``path`` (a list of keys)."""
+def _resolve(raw, path: list, where: str, source: str = "results.json") -> dict:
+    """{"value": ..., "ci": [...]} from ``raw`` (the file ``source``) at ``path`` (a list of
+    keys)."""
     node = raw
     for key in path:
         try:
             node = node[key]
-        except (KeyError, IndexError, TypeError) as e:
-            raise ValueError(f"{where}: results.json has no {path}") from e
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(f"{where}: {source} has no {path}") from None
     if isinstance(node, dict):
         if "diff" in node:
             return {"value": node["diff"], "ci": node["diff_ci"]}
@@ -280,8 +296,7 @@ def dp_cvar_table(rows: list[dict]) -> str:
 
 def tables(cards: dict, results_dir: str = RESULTS) -> dict[str, dict[str, str]]:
     """file (relative to the repository) -> marker name -> generated text."""
-    with open(os.path.join(results_dir, "dp_cvar", "results.json")) as f:
-        dp_rows = json.load(f)
+    dp_rows = read_json(os.path.join(results_dir, "dp_cvar", "results.json"))
     shown = {k: c for k, c in cards.items() if kind(c) != "record"}
     out = {
         "docs/dp.md": {"dp_cvar": dp_cvar_table(dp_rows)},
@@ -342,6 +357,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a table is stale")
     args = parser.parse_args(argv)
+    try:
+        return _write_or_check(args)
+    except (OSError, ValueError) as e:  # a card or results file that does not read: one line
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _write_or_check(args) -> int:
     if args.check:
         stale = differences()
         for rel in stale:

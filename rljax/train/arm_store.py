@@ -21,10 +21,11 @@ import json
 import os
 import re
 import shutil
+import zipfile
 
 import numpy as np
 
-from rljax.io import fingerprint
+from rljax.io import files, fingerprint
 
 
 class StudyInterrupted(RuntimeError):
@@ -58,15 +59,19 @@ class ArmStore:
     def load(self, name: str, settings: dict) -> dict[str, np.ndarray] | None:
         """The stored arrays of arm ``name`` if it finished with exactly ``settings``."""
         arrays, meta = self._paths(name)
+        if not os.path.exists(meta):  # not finished (or never started): nothing to reuse
+            return None
         try:
-            with open(meta) as f:
-                stored = json.load(f)
+            stored = files.read_json(meta)
             if stored != json.loads(json.dumps(settings)):
                 self.log(f"[rljax] {meta} was made with other settings; training {name} again")
                 return None
             with np.load(arrays) as data:
                 out = {k: data[k] for k in data.files}
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # say which file
+            where = meta if isinstance(e, ValueError) and meta in str(e) else arrays
+            self.log(f"[rljax] {where} does not read ({type(e).__name__}: {e}); training "
+                     f"{name} again")  # fmt: skip
             return None
         self.log(f"[rljax] reusing the finished arm {name} from {arrays}")
         return out

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import os
 import time
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from rljax import stats
 from rljax.agents.grpo.groups import PROBLEM_KEY
+from rljax.io import files
 from rljax.train import arm_store, lm_experiment, study, verdicts
 
 QUICK = {"seeds": 3, "steps": 2}  # --quick: the tiny testbed, 3 seeds, 2 updates
@@ -114,8 +114,7 @@ def train(args, pops: list[Population], base, **testbed_kwargs) -> dict:
             res = in_memory(outcome)
             updates, curves = curves_in_memory(outcome.metrics, len(pop.arms), args.seeds)
         else:  # its earlier updates (or all of them) ran in an earlier process
-            with open(os.path.join(run.workdir, "results.json")) as f:
-                res = json.load(f)
+            res = files.read_json(os.path.join(run.workdir, "results.json"))
             updates, curves = read_curves(run.workdir, len(pop.arms), args.seeds)
         if run.train_problems or run.train_examples:  # name the k examples of a k-shot one
             train = lm_experiment.problems(run)[1]
@@ -186,8 +185,7 @@ def read_curves(workdir: str, num_points: int, num_seeds: int):
 def read_metrics(workdir: str, num_points: int, num_seeds: int, keys=None):
     """Metrics of every learner from metrics.jsonl: (updates [U], {key: [G, S, U]}), NaN where
     a learner logged none; ``keys`` None: ``CURVE_KEYS`` and the per-level / per-problem keys."""
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = files.read_jsonl(os.path.join(workdir, "metrics.jsonl"))
     updates = sorted({r["update"] for r in rows})
     index = {u: i for i, u in enumerate(updates)}
     if keys is None:
