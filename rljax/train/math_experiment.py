@@ -267,6 +267,14 @@ def run(run: MathRunConfig) -> dict:
         return _train_and_evaluate(run, config)
 
 
+def _table(path: str, problems, tok, prompts: dict):
+    """The problem table of a data file's problems; a prompt too long names the file."""
+    try:
+        return device_reward.make_table(None, problems, tok, **prompts)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
 def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
     values = learner_values(run)
     mesh_config = mesh_lib.MeshConfig(tuple(run.mesh_shape), tuple(run.mesh_axes))
@@ -280,8 +288,8 @@ def _train_and_evaluate(run: MathRunConfig, config: dict) -> dict:
     tok, template = math_base.load_tokenizer(run)
     model = math_base.model_config(run, tok)
     prompts = dict(template=template, prompt_length=run.prompt_length)
-    train_table = device_reward.make_table(None, train, tok, **prompts)
-    test_table = device_reward.make_table(None, test, tok, **prompts)
+    train_table = _table(run.train_path, train, tok, prompts)
+    test_table = _table(run.test_path, test, tok, prompts)
     # The quick set is the first rows of the held-out table; the scorer's problems are the
     # training ones, then the quick set (its rows offset).
     quick_table = jax.tree.map(lambda x: x[: len(quick)], test_table)

@@ -9,11 +9,14 @@ in one of the layouts (or any other, through a `Fields` mapping):
 
 Each row becomes a `Problem(prompt=question, answer=reference answer, level, info=type)`, the
 reference answer extracted from the solution by `rljax.lm.tasks.math_answers` (GSM8K `####`, MATH
-the
-last `\\boxed{}`). A row that is not an object, lacks a field, has a non-string text, no final
-answer or an unreadable level is refused with `<file>:<line>` (JSONL) or `<file>:row <n>`
-(Parquet, counting from 1). `check_disjoint` refuses a training file that contains a test
-question (compared after collapsing whitespace and case).
+the last `\\boxed{}`), in time linear in the row's length. A row that is not an object, lacks a
+field, has a non-string text, no final answer, an empty one, one longer than
+`math_answers.MAX_ANSWER_CHARS`, a `####` answer that is not a number (`#### seventy`: GSM8K's
+answers all are numbers, so such a row would train with a reference no completion can match)
+or an unreadable level is refused with `<file>:<line>` (JSONL) or `<file>:row <n>` (Parquet,
+counting from 1), as is a line that is not UTF-8 or not JSON; a file that cannot be read is
+refused naming it. `check_disjoint` refuses a training file that contains a test question
+(compared after collapsing whitespace and case).
 """
 
 from __future__ import annotations
@@ -66,30 +69,55 @@ def file_format(path: str) -> str:
 
 
 def read_rows(path: str):
-    """Yields `(where, row)` for every row of a JSONL or Parquet file (`where` = "file:line")."""
+    """Yields `(where, row)` for every row of a JSONL or Parquet file (`where` = "file:line");
+    a ValueError names the file (and the line) of anything unreadable."""
     fmt = file_format(path)
     if not os.path.isfile(path):
         raise ValueError(f"data file {path!r} does not exist")
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        for index, row in enumerate(pq.read_table(path).to_pylist()):
-            yield f"{path}:row {index + 1}", row
+        yield from _parquet_rows(path)
         return
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below; bytes, so a bad byte names its line
+    except OSError as e:
+        raise ValueError(f"data file {path!r} cannot be read: {e.strerror}") from None
+    with f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                bad = raw[e.start : e.start + 4]
+                raise ValueError(
+                    f"{path}:{number}: not UTF-8 (byte {e.start + 1} of the line, {bad!r}); "
+                    "allowed: UTF-8 text"
+                ) from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}:{number}: not a JSON object ({e.msg})") from None
+            except (ValueError, RecursionError) as e:  # a 5,000-digit number, 10^5 nested lists
+                raise ValueError(f"{path}:{number}: not a readable JSON object ({e})") from None
             yield f"{path}:{number}", row
+
+
+def _parquet_rows(path: str):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError, ValueError) as e:
+        message = " ".join(str(e).split())
+        raise ValueError(f"{path}: not a readable Parquet file ({message:.200})") from None
+    for index, row in enumerate(rows):
+        yield f"{path}:row {index + 1}", row
 
 
 def _text(where: str, row: dict, name: str) -> str:
     if name not in row:
-        raise ValueError(f"{where}: field {name!r} is missing; the row has {sorted(row)}")
+        raise ValueError(f"{where}: field {name!r} is missing; the row has {sorted(row)!r:.200}")
     value = row[name]
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{where}: field {name!r}={value!r:.60} is not a non-empty string")
@@ -108,8 +136,32 @@ def _level(where: str, row: dict, name: str) -> int:
     if match and int(match.group(1)) >= 1:
         return int(match.group(1))
     raise ValueError(
-        f"{where}: field {name!r}={value!r} is not a level; allowed: an integer >= 1 or 'Level n'"
+        f"{where}: field {name!r}={value!r:.60} is not a level; allowed: an integer >= 1 or "
+        "'Level n'"
     )
+
+
+def _answer(where: str, fields: Fields, solution: str) -> str:
+    """The reference answer of a solution; a ValueError says why there is none."""
+    found = math_answers.find(solution, fields.answer_modes)
+    name = fields.solution
+    if found is None:
+        modes = "/".join(fields.answer_modes)
+        raise ValueError(f"{where}: field {name!r} has no final answer ({modes}): {solution!r:.80}")
+    mode, answer = found
+    if not answer:
+        raise ValueError(f"{where}: field {name!r} has an empty final answer ({mode})")
+    if len(answer) > math_answers.MAX_ANSWER_CHARS:
+        raise ValueError(
+            f"{where}: field {name!r} has a final answer ({mode}) of {len(answer):,} characters, "
+            f"{answer!r:.40}; allowed: at most {math_answers.MAX_ANSWER_CHARS}"
+        )
+    if mode == "hash" and not math_answers.is_number(answer):
+        raise ValueError(
+            f"{where}: field {name!r} has '#### {answer:.60}', not a number; allowed after "
+            "####: one number (72, -3, 1,000, 0.5, 1/2)"
+        )
+    return answer
 
 
 def parse_row(where: str, row, fields: Fields) -> Problem:
@@ -118,12 +170,7 @@ def parse_row(where: str, row, fields: Fields) -> Problem:
         raise ValueError(f"{where}: a row must be a JSON object, got {type(row).__name__}")
     question = _text(where, row, fields.question)
     solution = _text(where, row, fields.solution)
-    answer = math_answers.extract(solution, fields.answer_modes)
-    if answer is None:
-        modes = "/".join(fields.answer_modes)
-        raise ValueError(
-            f"{where}: field {fields.solution!r} has no final answer ({modes}): {solution!r:.80}"
-        )
+    answer = _answer(where, fields, solution)
     kind = _text(where, row, fields.kind) if fields.kind else ""
     return Problem(
         prompt=question, answer=answer, level=_level(where, row, fields.level), info=kind
