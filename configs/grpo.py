@@ -74,6 +74,7 @@ def get_config(arg: str = "arithmetic"):
     c.sft.noise = 0.5  # share of traces with one corrupted character (a sloppy base)
     c.sft.direct_frac = 0.0  # share of traces cut to the bare answer (no worked steps)
     c.sft.direct_noise = 0.0  # share of those bare answers that are wrong (bad guesses)
+    c.sft.tool_frac = 0.0  # share of traces that are the task's tool demonstrations (agents)
 
     c.lora = (
         ml_collections.ConfigDict()
@@ -98,6 +99,12 @@ def get_config(arg: str = "arithmetic"):
     c.run.top_p = 1.0
     c.run.format_weight = 0.0
     c.run.eval_problems = 32 if tiny else 128  # quick held-out pass@1 after every chunk
+
+    c.env = ml_collections.ConfigDict()  # a text environment (configs/agent.py); "" = none
+    c.env.name = ""  # a key of rljax.train.lm_experiment.ENVS
+    c.env.max_turns = 3  # policy turns per episode
+    c.env.action_tokens = 16  # tokens per turn
+    c.env.observation_tokens = 8  # tokens per observation (the tool's answer)
 
     c.eval = ml_collections.ConfigDict()  # the final evaluation (host verifiers)
     c.eval.num_samples = 4 if tiny else 16  # n for pass@k, k = 1..n

@@ -183,7 +183,7 @@ def run(args) -> dict:
                                   group=budget.group)  # fmt: skip
     rl_table = _scratch.table(rl_problems, PROMPT_LEN)
     refs = _scratch.encode(rl_problems, [p.answer for p in rl_problems], PROMPT_LEN, RL_LEN)
-    refs = SeqBatch(*(np.asarray(x) for x in refs))
+    refs = SeqBatch(*(np.asarray(x) for x in refs[:4]))
     arms, curves = {}, {}
     t1 = time.perf_counter()
     arms["RL"], metrics = _scratch.grpo_train(config, bases, rl_table, _scratch.lite_ppo(),

@@ -22,7 +22,7 @@ from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import TransformerConfig, init_params
 from rljax.lm.model.logprobs import completion_log_probs
 from rljax.lm.tasks import Problem, Task
-from rljax.lm.tasks.batches import SeqBatch, encode_problems
+from rljax.lm.tasks.batches import SeqBatch, encode_demonstrations, encode_problems
 from rljax.losses import reduce
 
 
@@ -37,6 +37,8 @@ class SFTConfig:
     direct_frac: float = 0.0  # probability that a trace is cut to its final answer (no steps)
     direct_noise: float = 0.0  # probability that such a bare answer is corrupted (a bad guess)
     seed: int = 0  # initialization, batch order and noise
+    # probability that a trace is the task's multi-turn tool demonstration (`Task.demonstrate`)
+    tool_frac: float = 0.0
 
     def __post_init__(self):
         for name in ("steps", "batch_size"):
@@ -44,7 +46,7 @@ class SFTConfig:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be >= 1")
         if not self.learning_rate > 0:
             raise ValueError(f"SFTConfig.learning_rate={self.learning_rate} must be > 0")
-        for name in ("noise", "direct_frac", "direct_noise"):
+        for name in ("noise", "direct_frac", "direct_noise", "tool_frac"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"SFTConfig.{name}={getattr(self, name)} must be in [0, 1]")
         if not 0 <= self.warmup_steps or not max(self.warmup_steps, 1) < self.steps:
@@ -75,9 +77,11 @@ def init(cfg: SFTConfig, model_cfg: TransformerConfig, key: jax.Array) -> SFTSta
 
 
 def loss_fn(params, model_cfg: TransformerConfig, batch: SeqBatch):
-    """Mean negative log-likelihood per completion token. Returns (loss, metrics)."""
-    logp, _ = completion_log_probs(params, model_cfg, *batch)
-    nll = reduce.masked_mean(-logp, batch.completion_mask)
+    """Mean negative log-likelihood per trained completion token (`batch.loss_mask`, or every
+    real one). Returns (loss, metrics)."""
+    logp, _ = completion_log_probs(params, model_cfg, *batch[:4])
+    trained = batch.completion_mask if batch.loss_mask is None else batch.loss_mask
+    nll = reduce.masked_mean(-logp, trained)
     return nll, {"loss/nll": nll}
 
 
@@ -128,13 +132,18 @@ class TraceFeed:
     def __init__(self, cfg: SFTConfig, task: Task, problems: list[Problem], tok=tokenizer.CHAR):
         if not problems:
             raise ValueError("SFT needs at least one training problem, got an empty list")
+        if cfg.tool_frac and task.demonstrate is None:
+            raise ValueError(
+                f"sft.tool_frac={cfg.tool_frac} with task {task.name!r}, which has no tool "
+                "demonstrations; allowed: 0, or a multi-turn task (rljax.lm.tasks.calculator)"
+            )
         self.cfg, self.task, self.problems, self.tok = cfg, task, problems, tok
         self._restart()
 
     def _restart(self) -> None:
         self.rng, self.position = np.random.default_rng(self.cfg.seed), 0
 
-    def _next(self) -> list[Problem]:
+    def _next(self) -> SeqBatch:
         cfg, rng = self.cfg, self.rng
         chosen = [self.problems[i] for i in rng.integers(0, len(self.problems), cfg.batch_size)]
         cut = rng.uniform(size=len(chosen)) < cfg.direct_frac
@@ -146,15 +155,19 @@ class TraceFeed:
             cut & (rng.uniform(size=len(chosen)) < cfg.direct_noise)
         )
         self.position += 1
-        return [
+        chosen = [
             p._replace(answer=corrupt(p.answer, rng)) if n else p
             for p, n in zip(chosen, noisy, strict=True)
         ]
+        if not cfg.tool_frac:  # (no draw: the batches of the runs from before stay the same)
+            return encode_problems(self.task, chosen, self.tok)
+        demo = rng.uniform(size=len(chosen)) < cfg.tool_frac
+        return encode_demonstrations(self.task, chosen, demo, self.tok)
 
     def __call__(self, first_step: int, n: int) -> tuple[SeqBatch]:
         if first_step != self.position:
             self._restart()
             for _ in range(first_step):
                 self._next()
-        batches = [encode_problems(self.task, self._next(), self.tok) for _ in range(n)]
+        batches = [self._next() for _ in range(n)]
         return (jax.tree.map(lambda *x: np.stack(x), *batches),)

@@ -64,7 +64,8 @@ def cache_key(
     ).hexdigest()
     fields = {
         "model": model_fingerprint(model_cfg),
-        "sft": dataclasses.asdict(sft_cfg),
+        # tool_frac only where on: the bases from before it keep their keys
+        "sft": {k: v for k, v in dataclasses.asdict(sft_cfg).items() if v or k != "tool_frac"},
         "task": task.name,
         "data": [NUM_TRAIN_PER_LEVEL, SEED, str(_TaskBuilder.VERSION)],
         "problems": digest,
@@ -72,6 +73,9 @@ def cache_key(
     }
     if tok.fingerprint():
         fields["tokenizer"] = tok.fingerprint()
+    if sft_cfg.tool_frac:  # the demonstrations the base learns the tool syntax from
+        demos = "\n".join(repr(task.demonstrate(p)) for p in problems)
+        fields["demonstrations"] = hashlib.sha256(demos.encode()).hexdigest()
     blob = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

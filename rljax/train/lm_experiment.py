@@ -23,6 +23,8 @@ from rljax import checks
 from rljax.agents import grpo, learner, sft
 from rljax.agents.grpo import presets
 from rljax.io import base_reference, fingerprint, workdir_lock
+from rljax.lm.agentic import calculator as calculator_env
+from rljax.lm.agentic import env as env_lib
 from rljax.lm.model import lora, pretrained
 from rljax.lm.model.decoder import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS, device_reward, selection
@@ -32,6 +34,10 @@ from rljax.parallel import learner_axis
 from rljax.parallel import mesh as mesh_lib
 from rljax.train import lm_base, lm_report, loop, population, rl_fields
 
+# The one place environment names become text environments (`rljax.lm.agentic`): name ->
+# (the task it runs on, its maker taking the config's `env` fields).
+ENVS = {"calculator": ("calculator", calculator_env.CalculatorEnv.make)}
+ENV_FIELDS = ("max_turns", "action_tokens", "observation_tokens")
 SWEEPABLE = rl_fields.SWEEPABLE  # fields `sweep.<field>=a,b,...` may name
 # Fields a resumed run may change: the budget, logging and the final evaluation. Any other
 # change is refused before anything is built (rljax.io.fingerprint).
@@ -45,7 +51,7 @@ INT_FIELDS = dict.fromkeys(  # integer fields and their lowest allowed value
      "eval_problems", "final_problems", "final_samples", "cpu_devices"), 1,
 ) | {"group_size": 2, "reference_samples": 0, "train_problems": 0, "log_problems": 0}  # fmt: skip
 # Fields left out of a run's fingerprint while empty: the runs from before them keep theirs.
-QUIET_WHEN_EMPTY = ("lora", "train_examples", "log_problems")
+QUIET_WHEN_EMPTY = ("lora", "train_examples", "log_problems", "env")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +98,9 @@ class LMRunConfig:
     least_likely: float = 0.0
     lora: tuple[tuple[str, object], ...] = ()  # rank, alpha, targets; (): full, unfingerprinted
     learner_map: str = "vmap"  # vmap | sequential: a device's learners at once or one at a time
+    # A text environment: (("name", n), ("max_turns", T), ...) with n a key of ENVS; (): none
+    # (single-turn completions).
+    env: tuple[tuple[str, object], ...] = ()
 
 
 def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMRunConfig:
@@ -139,7 +148,16 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         cpu_devices=cpu_devices,
         lora=tuple(config.lora.items()) if config.lora.rank else (),
         learner_map=config.learner_map,
+        env=tuple(config.env.items()) if config.env.name else (),
     )
+
+
+def make_env(run: LMRunConfig):
+    """The run's text environment (None: single-turn completions)."""
+    if not run.env:
+        return None
+    fields = dict(run.env)
+    return ENVS[fields["name"]][1](**{k: fields[k] for k in ENV_FIELDS})
 
 
 def grid(run: LMRunConfig) -> list[dict]:
@@ -165,6 +183,17 @@ def validate(run: LMRunConfig) -> list[dict]:
         raise ValueError(f"min_level={run.min_level!r} is invalid; allowed: 1..{top} (max_level)")
     for name, low in INT_FIELDS.items():
         checks.check_int(name, getattr(run, name), low=low)
+    if run.env:
+        fields = dict(run.env)
+        if fields["name"] not in ENVS:
+            raise ValueError(f"env.name={fields['name']!r} is unknown; valid: {', '.join(ENVS)}")
+        if ENVS[fields["name"]][0] != run.task:
+            raise ValueError(
+                f"env.name={fields['name']!r} runs on task {ENVS[fields['name']][0]!r}; "
+                f"got task={run.task!r}"
+            )
+        for name in ENV_FIELDS:
+            checks.check_int(f"env.{name}", fields[name], low=0 if "observation" in name else 1)
     learner_axis.check_learner_map(run.learner_map)
     selection.check(run.least_likely, run.train_problems, run.train_examples)
     if run.steps % run.chunk_steps:
@@ -188,6 +217,13 @@ def validate(run: LMRunConfig) -> list[dict]:
         )
     if agent_cfg.reward_kind == "host":  # `build` makes the scorer once the problems are loaded
         agent_cfg = dataclasses.replace(agent_cfg, host_scorer=device_reward.host_scorer)
+    if agent_cfg.env is not None:
+        env_lib.validate(
+            agent_cfg.env.spec,
+            prompt_length=prompt_length(TASKS[run.task]),
+            max_len=agent_cfg.model.max_len,
+            vocab_size=agent_cfg.model.vocab_size,
+        )
     grpo.validate(agent_cfg)
     return points or [{}]
 
@@ -198,10 +234,14 @@ def static_config(run: LMRunConfig, values: list[dict], model: TransformerConfig
     dynamic = any(bool(v["dynamic_sampling"]) for v in values)
     needs_refs = any(v["divergence"] in presets.SAMPLE_DIVERGENCES for v in values)
     kind = device_reward.reward_kind(task.name, pretrained.tokenizer(dict(run.model)))
+    env = make_env(run)
+    length = completion_length(task) if env is None else env.spec.episode_length()
+    max_len = prompt_length(task) + max(length, completion_length(task))  # SFT's, RL's
     return grpo.Config(
-        model=dataclasses.replace(model, max_len=prompt_length(task) + completion_length(task)),
+        model=dataclasses.replace(model, max_len=max_len),
         reward_kind=kind,
-        completion_length=completion_length(task),
+        completion_length=length,
+        env=env,
         prompts_per_step=run.prompts_per_step,
         group_size=run.group_size,
         oversample=run.oversample if dynamic else 1,

@@ -105,6 +105,7 @@ def evaluate_learners(run, agent_cfg, states, base_params, test, points, key, to
             temperature=run.temperature,
             top_p=run.top_p,
             tok=tok,
+            env=agent_cfg.env,
         )
 
     base = evaluate(base_params)

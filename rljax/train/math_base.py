@@ -170,5 +170,5 @@ def fine_tune(run: MathRunConfig, model, problems, tok, template, key, mesh, bas
     rng = np.random.default_rng(run.seed)
     for _ in range(run.sft_steps):
         rows = rng.choice(len(problems), cfg.batch_size, replace=False)
-        state, _ = step(state, SeqBatch(*(x[rows] for x in batch)))
+        state, _ = step(state, SeqBatch(*(x[rows] for x in batch[:4])))
     return state.params

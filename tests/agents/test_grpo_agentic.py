@@ -13,6 +13,7 @@ from rljax.agents.grpo import presets
 from rljax.lm.agentic import calculator
 from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import TransformerConfig, init_params
+from rljax.lm.tasks import calculator as calculator_task
 from rljax.lm.tasks import device_reward
 from rljax.lm.tasks.batches import prompt_length
 
@@ -22,18 +23,18 @@ SEMI = tokenizer.encode(";")[0]
 
 def _setup(env, bias=0.0):
     rng = np.random.default_rng(0)
-    problems = [calculator.generate(rng, 1 + i % 2) for i in range(8)]
+    problems = [calculator_task.generate(rng, 1 + i % 2) for i in range(8)]
     length = env.spec.episode_length()
     model = TransformerConfig(
         d_model=16, n_layers=1, n_heads=2, d_ff=32,
-        max_len=prompt_length(calculator.TASK) + length,
+        max_len=prompt_length(calculator_task.TASK) + length,
     )  # fmt: skip
     config = grpo.Config(
         model=model, reward_kind="final_int", completion_length=length, prompts_per_step=2,
         group_size=2, max_epochs=1, max_minibatches=1, env=env,
     )  # fmt: skip
     grpo.validate(config)
-    table = jax.tree.map(jnp.asarray, device_reward.make_table(calculator.TASK, problems))
+    table = jax.tree.map(jnp.asarray, device_reward.make_table(calculator_task.TASK, problems))
     params = init_params(model, jax.random.key(0))
     params["head"]["kernel"] = params["head"]["kernel"].at[:, SEMI].add(bias)
     return config, grpo.TaskData(params, table, table)

@@ -1,19 +1,16 @@
-"""Calculator arithmetic: multi-digit expressions a tiny model cannot evaluate reliably in its
-head, and a calculator tool that evaluates them on device.
-
-Level n draws `a*b+c` style expressions with n operations whose operands have 2-3 digits, e.g.
-"347*29+51=". The policy may call the calculator by writing an expression and the call token
-`;`; the environment answers "=<value>" (or "=error" for a call that does not parse or
-overflows int32) and the policy goes on. It answers by ending a turn with EOS: the integer after
-the last '=' of that turn (arithmetic's rule) is its answer; reward 1 if it is the value, else 0.
-A turn that ends without EOS or `;` (the turn budget) ends the episode with reward 0.
+"""The calculator tool as a text environment, on device: the policy writes an expression and the
+call token `;`, the environment answers "=<value>" (or "=error" for a call that does not parse,
+has a number of more than 9 digits or an intermediate value of magnitude >= 10^9), and the policy
+goes on. A turn ending with EOS is the answer: the integer after its last '=' (arithmetic's rule),
+reward 1 if it is the problem's value, else 0. A turn that ends without EOS or `;` (the turn
+budget) ends the episode with reward 0. The task and its demonstrations:
+`rljax.lm.tasks.calculator`.
 
     prompt  347*29+51=      (the problem table's prompt)
     turn 1  347*29+51;      policy: a tool call
     obs 1   =10114          calculator
     turn 2  10114<eos>      policy: the answer
 
-`oracle_episode` writes that demonstration (the SFT data of the tool syntax).
 Everything here is pure jax on `[A]` token arrays with the character tokenizer.
 """
 
@@ -28,48 +25,14 @@ import numpy as np
 
 from rljax.lm.agentic.env import EnvSpec, Observation
 from rljax.lm.model import tokenizer
-from rljax.lm.tasks import arithmetic
-from rljax.lm.tasks.base import Problem, Task, Verdict
-from rljax.lm.tasks.grammar import parse_expression
+from rljax.lm.tasks import calculator as task_lib
 
-CALL = tokenizer.encode(";")[0]  # the tool-call stop token
+CALL = tokenizer.encode(task_lib.CALL)[0]  # the tool-call stop token
 _DIGIT0 = tokenizer.encode("0")[0]
 _PLUS, _MINUS, _TIMES, _EQUALS = (tokenizer.encode(c)[0] for c in "+-*=")
 _ERROR = tokenizer.encode("=error")
 _MAX_DIGITS = 9  # operands and results stay below 10^9 (int32)
-NUM_LEVELS = 2
 _LIMIT = 10**9
-
-
-def generate(rng: np.random.Generator, level: int) -> Problem:
-    """`level` + 1 operands of 2-3 digits joined by `*` first, then `+` / `-`."""
-    values = [int(rng.integers(10, 1000)) for _ in range(level + 1)]
-    ops = ["*"] + [str(rng.choice(["+", "-"])) for _ in range(level - 1)]
-    expression = str(values[0]) + "".join(f"{o}{v}" for o, v in zip(ops, values[1:], strict=True))
-    value = parse_expression(expression).value
-    return Problem(prompt=expression + "=", answer=str(value), level=level)
-
-
-def verify(problem: Problem, text: str) -> Verdict:
-    """The final answer (after the last '=') is the expression's value."""
-    return arithmetic.verify(problem, text)
-
-
-TASK = Task(
-    name="calculator",
-    generate=generate,
-    verify=verify,
-    num_levels=NUM_LEVELS,
-    max_prompt_chars=4 * (NUM_LEVELS + 1) + 1,
-    max_answer_chars=8,
-)
-
-
-def oracle_episode(problem: Problem) -> list[tuple[str, str]]:
-    """The tool-using demonstration: [(action text, observation text), ...]; the last action
-    ends with EOS (written by the encoder), the others with the call token."""
-    expression = problem.prompt[:-1]
-    return [(expression + ";", "=" + problem.answer), (problem.answer, "")]
 
 
 class _Scan(NamedTuple):

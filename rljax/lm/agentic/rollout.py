@@ -211,3 +211,14 @@ def sample_episodes(
         ended,
         states,
     )
+
+
+def final_action(episodes: Episodes, spec: env_lib.EnvSpec) -> jax.Array:
+    """The last turn's action of every episode, `[N, A]` tokens (`pad` after its real ones): the
+    answer a task's host verifier reads."""
+    stride = spec.action_tokens + spec.observation_tokens
+    start = jnp.maximum(episodes.turns - 1, 0) * stride
+    idx = start[:, None] + jnp.arange(spec.action_tokens)[None, :]
+    tokens = jnp.take_along_axis(episodes.tokens, idx, axis=1)
+    written = jnp.take_along_axis(episodes.policy_mask, idx, axis=1)
+    return jnp.where(written > 0, tokens, 0)

@@ -1,6 +1,6 @@
 """Verifiable tasks: generators, verifiers and their tensorflow-datasets builders."""
 
-from rljax.lm.tasks import arithmetic, countdown, equation, strings
+from rljax.lm.tasks import arithmetic, calculator, countdown, equation, strings
 from rljax.lm.tasks.base import (
     Problem,
     Task,
@@ -17,6 +17,7 @@ TASKS = {
     "countdown": countdown.TASK,
     "strings": strings.TASK,
     "equation": equation.TASK,
+    "calculator": calculator.TASK,
 }
 
 __all__ = [

@@ -37,7 +37,10 @@ class Task(NamedTuple):
     verify: Callable[[Problem, str], Verdict]  # (problem, answer text) -> Verdict
     num_levels: int  # levels are 1..num_levels
     max_prompt_chars: int  # upper bound on len(prompt) over all levels
-    max_answer_chars: int  # upper bound on a reference answer's length
+    max_answer_chars: int  # upper bound on a reference answer's length (or demonstration's)
+    # A multi-turn task's tool-using demonstration: problem -> [(action, observation), ...]
+    # (rljax.lm.agentic); None for single-turn tasks.
+    demonstrate: Callable[[Problem], list[tuple[str, str]]] | None = None
 
 
 def safe_verify(task: Task, problem: Problem, text: str) -> Verdict:

@@ -17,12 +17,15 @@ from rljax.lm.tasks import Problem, Task
 
 
 class SeqBatch(NamedTuple):
-    """Prompts `[B, P]` (left-padded) and completions `[B, A]` (right-padded), with 0/1 masks."""
+    """Prompts `[B, P]` (left-padded) and completions `[B, A]` (right-padded), with 0/1 masks;
+    `loss_mask [B, A]` the completion tokens a loss trains (None: all real ones; demonstrations
+    of tool use leave the tools' answers out)."""
 
     prompt_tokens: np.ndarray
     prompt_mask: np.ndarray
     completion_tokens: np.ndarray
     completion_mask: np.ndarray
+    loss_mask: np.ndarray | None = None
 
 
 def prompt_length(task: Task) -> int:
@@ -51,6 +54,37 @@ def encode_problems(task: Task, problems: list[Problem], tok=tokenizer.CHAR) -> 
         answers, completion_length(task), tok
     )
     return SeqBatch(prompt_tokens, prompt_mask, completion_tokens, completion_mask)
+
+
+def encode_demonstrations(
+    task: Task, problems: list[Problem], demo: np.ndarray, tok=tokenizer.CHAR
+) -> SeqBatch:
+    """`encode_problems` where `demo[i]` is set: problem i's completion is its multi-turn
+    demonstration (`task.demonstrate`), actions and observations one after another (the text a
+    multi-turn episode reads once its unused slots are skipped), with `loss_mask` 0 on the
+    observations; elsewhere the reference answer, all trained."""
+    prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
+    length = completion_length(task)
+    tokens = np.full((len(problems), length), tok.pad_id, np.int32)
+    mask = np.zeros_like(tokens)
+    loss_mask = np.zeros_like(tokens)
+    for i, p in enumerate(problems):
+        if demo[i]:
+            turns = task.demonstrate(p)
+            pieces = [(tok.encode(a), tok.encode(o)) for a, o in turns]
+            pieces[-1] = (pieces[-1][0] + [tok.eos_id], pieces[-1][1])
+            ids = [x for a, o in pieces for x in a + o]
+            trained = [t for a, o in pieces for t in [1] * len(a) + [0] * len(o)]
+        else:
+            ids = tok.encode(p.answer) + [tok.eos_id]
+            trained = [1] * len(ids)
+        if len(ids) > length:
+            raise ValueError(
+                f"task {task.name!r}: the completion of {p.prompt!r} has {len(ids)} tokens; "
+                f"allowed: at most {length} (max_answer_chars + 3)"
+            )
+        tokens[i, : len(ids)], mask[i, : len(ids)], loss_mask[i, : len(ids)] = ids, 1, trained
+    return SeqBatch(prompt_tokens, prompt_mask, tokens, mask, loss_mask)
 
 
 def spread(problems: list, count: int) -> list:

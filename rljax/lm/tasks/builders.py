@@ -15,7 +15,7 @@ import shutil
 import numpy as np
 import tensorflow_datasets as tfds
 
-from rljax.lm.tasks import arithmetic, countdown, equation, strings
+from rljax.lm.tasks import arithmetic, calculator, countdown, equation, strings
 from rljax.lm.tasks.base import Problem, Task, train_test_split
 
 NUM_TRAIN_PER_LEVEL = 2000
@@ -90,11 +90,18 @@ class RljaxEquation(_TaskBuilder):
     TASK = equation.TASK
 
 
+class RljaxCalculator(_TaskBuilder):
+    """Multi-digit arithmetic for the calculator tool, 2 levels."""
+
+    TASK = calculator.TASK
+
+
 BUILDERS = {
     "arithmetic": RljaxArithmetic,
     "countdown": RljaxCountdown,
     "strings": RljaxStrings,
     "equation": RljaxEquation,
+    "calculator": RljaxCalculator,
 }
 
 

@@ -12,17 +12,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from rljax.lm.agentic.rollout import final_action, sample_episodes
 from rljax.lm.model import tokenizer
 from rljax.lm.model.decoder import TransformerConfig
 from rljax.lm.model.sampling import sample
 from rljax.lm.tasks import Problem, Task, safe_verify
 from rljax.lm.tasks.batches import completion_length, encode_prompts
+from rljax.lm.tasks.device_reward import make_table
 from rljax.lm.tasks.evaluation import summarize
 
 sample_jit = jax.jit(
     sample, static_argnums=(1,), static_argnames=("max_new_tokens", "temperature", "top_p")
+)
+episodes_jit = jax.jit(
+    sample_episodes, static_argnums=(1, 2), static_argnames=("temperature", "top_p", "recompute")
 )
 
 # (prompt tokens [R, P], prompt mask [R, P], first problem of the batch) -> completions [R, A],
@@ -106,23 +112,38 @@ def evaluate(
     top_p: float,
     batch_problems: int = 128,
     tok=tokenizer.CHAR,
+    env=None,
 ) -> dict:
     """`evaluate_policy` of a toy task for one policy's parameters: its prompts (`tok`), the
     jitted sampler (batch b of problems with `fold_in(key, first problem of b)`) and the task's
-    verifier."""
+    verifier. With `env` (a `rljax.lm.agentic.env.TextEnv`) each sample is an episode and the
+    verifier reads its last action."""
 
-    def sample_fn(tokens, mask, start):
-        out = sample_jit(
-            params,
-            model_cfg,
-            tokens,
-            mask,
-            jax.random.fold_in(key, start),
-            max_new_tokens=completion_length(task),
-            temperature=temperature,
-            top_p=top_p,
-        )
-        return np.asarray(out.tokens)
+    if env is not None:  # episodes in the environment; the verifier reads the last action
+        table = jax.tree.map(jnp.asarray, make_table(task, problems, tok))
+
+        def sample_fn(tokens, mask, start):
+            rows = start + jnp.arange(tokens.shape[0]) // num_samples
+            out = episodes_jit(
+                params, model_cfg, env, tokens, mask, jax.tree.map(lambda x: x[rows], table),
+                jax.random.fold_in(key, start), temperature=temperature, top_p=top_p,
+            )  # fmt: skip
+            return np.asarray(final_action(out, env.spec))
+
+    else:
+
+        def sample_fn(tokens, mask, start):
+            out = sample_jit(
+                params,
+                model_cfg,
+                tokens,
+                mask,
+                jax.random.fold_in(key, start),
+                max_new_tokens=completion_length(task),
+                temperature=temperature,
+                top_p=top_p,
+            )
+            return np.asarray(out.tokens)
 
     prompt_tokens, prompt_mask = encode_prompts(task, problems, tok)
     return evaluate_policy(

@@ -25,7 +25,7 @@ def reference_log_likelihood(
 ) -> np.ndarray:
     """log π(reference solution | prompt) of each problem: the sum of the completion's token
     log-probs under `params` (teacher forcing, in batches of 256). Shape `[N]`."""
-    score = jax.jit(lambda p, b: jnp.sum(completion_log_probs(p, model, *b)[0], axis=1))
+    score = jax.jit(lambda p, b: jnp.sum(completion_log_probs(p, model, *b[:4])[0], axis=1))
     out = [
         np.asarray(score(params, encode_problems(task, problems[i : i + 256], tok)))
         for i in range(0, len(problems), 256)

@@ -1,0 +1,47 @@
+"""Multi-turn agents with tools: the LM pipeline on episodes of a text environment.
+
+    python experiments/train_lm.py --config=configs/agent.py:calculator          # with the tool
+    python experiments/train_lm.py --config=configs/agent.py:calculator,notool   # the baseline
+    python experiments/train_lm.py --config=configs/agent.py:calculator,tiny     # CI size
+
+The argument is `<env>[,notool][,tiny]`, env in {calculator}. One SFT base for both arms: half of
+its traces are the task's tool-using demonstrations (`sft.tool_frac`, observations not trained),
+half the bare answers. With the tool every sample is an episode of up to `env.max_turns` turns
+(`rljax.lm.agentic`); `notool` trains the same base on single-turn completions of the same
+problems (a tool call there is just text). Every other field is configs/grpo.py's (presets,
+sweeps, seeds, resume).
+"""
+
+import importlib.util
+import os
+
+# configs/ is a folder of files, not a package: grpo.py is read from beside this file.
+_spec = importlib.util.spec_from_file_location(
+    "rljax_config_grpo", os.path.join(os.path.dirname(os.path.abspath(__file__)), "grpo.py")
+)
+grpo = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(grpo)
+
+ENV_TASKS = {"calculator": "calculator"}  # env -> the task it runs on
+
+
+def get_config(arg: str = "calculator"):
+    name, *flags = arg.split(",")
+    if name not in ENV_TASKS:
+        raise ValueError(f"env {name!r} is unknown; valid: {', '.join(ENV_TASKS)}")
+    unknown = sorted(set(flags) - {"notool", "tiny"})
+    if unknown:
+        raise ValueError(f"config flag {unknown[0]!r} is unknown; valid: notool, tiny")
+    tiny = "tiny" in flags
+    c = grpo.get_config(ENV_TASKS[name] + (",tiny" if tiny else ",fast"))
+    c.max_level = 0  # both levels
+    c.sft.tool_frac = 0.5  # half the traces demonstrate the tool
+    c.sft.noise = 0.0  # the products are hard enough: no corrupted traces
+    c.sft.steps = 20 if tiny else 1500
+    c.env.name = "" if "notool" in flags else name
+    c.env.max_turns = 3
+    c.env.action_tokens = 14  # "999*999+999;" and EOS fit
+    c.env.observation_tokens = 8  # "=998999" fits
+    c.run.steps = 4 if tiny else 100
+    c.run.chunk_steps = 2 if tiny else 25
+    return c
