@@ -7,15 +7,17 @@ Completions are GSM8K-style texts ("... #### 42", "The answer is 42.") and MATH-
 answers (fractions, sets, intervals, expressions), about half of them right, all distinct
 (every check reaches math-verify). For each worker count it times the same answers three ways:
 `cold` (a fresh checker, workers warm, empty cache), `cached` (the same answers again: LRU hits)
-and `group` (GRPO-like groups of 8 completions in which 4 repeat one answer). On a shared
-machine, compare worker counts only within one run.
+and `group` (GRPO-like groups of 8 completions in which 4 repeat one answer), each through
+`Checker.judge` (the reward's path: every distinct text goes to a worker for extraction, then
+every distinct pair not in the cache for its check). On a shared machine, compare worker counts
+only within one run. The worst completions (one reward's time against the deadline) are
+scripts/bench_math_hostile.py's.
 """
 
 import sys
 import time
 
 from rljax import cli, machine
-from rljax.lm.tasks import math_answers
 from rljax.lm.tasks.math_checker import Checker
 
 _MATH = [
@@ -60,9 +62,9 @@ def grouped(pairs, group: int = 8):
 
 
 def timed(checker: Checker, pairs) -> float:
+    """Answers/s of `checker.judge`, the reward's path (extraction and check in the workers)."""
     start = time.perf_counter()
-    extracted = [(ref, math_answers.extract(text)) for ref, text in pairs]
-    checker.check(extracted)
+    checker.judge([ref for ref, _ in pairs], [text for _, text in pairs])
     return len(pairs) / (time.perf_counter() - start)
 
 
