@@ -139,7 +139,8 @@ def from_config(config, workdir: str | None = None, cpu_devices: int = 1) -> LMR
         model=tuple(
             (k, v) for k, v in config.model.items() if k not in ("remat", "logits_chunk") or v
         ),
-        sft=tuple(config.sft.items()),
+        # tool_frac only where on: the runs from before it keep their fingerprints
+        sft=tuple((k, v) for k, v in config.sft.items() if k != "tool_frac" or v),
         data_dir=config.data_dir,
         base_cache_dir=config.base_cache_dir,
         workdir=workdir or os.path.join("runs", f"lm_{config.task}_{preset}"),
@@ -194,6 +195,13 @@ def validate(run: LMRunConfig) -> list[dict]:
             )
         for name in ENV_FIELDS:
             checks.check_int(f"env.{name}", fields[name], low=0 if "observation" in name else 1)
+    tool_frac = dict(run.sft).get("tool_frac", 0.0)  # left out of `sft` when 0
+    if tool_frac and TASKS[run.task].demonstrate is None:
+        raise ValueError(
+            f"sft.tool_frac={tool_frac} with task {run.task!r}, which has no tool "
+            f"demonstrations; allowed: 0, or a task with them "
+            f"({', '.join(n for n, t in TASKS.items() if t.demonstrate)})"
+        )
     learner_axis.check_learner_map(run.learner_map)
     selection.check(run.least_likely, run.train_problems, run.train_examples)
     if run.steps % run.chunk_steps:
