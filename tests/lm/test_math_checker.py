@@ -243,7 +243,8 @@ def test_the_reward_of_a_hostile_completion_is_known_within_the_deadline(strict_
 def test_the_deadline_covers_extraction():
     """A text whose extraction alone takes over a second (millions of braces: linear, but long)
     is cut off at the deadline: no answer, a timeout counted, the call back well before
-    extraction could have finished, and the replacement worker judges the next completion."""
+    extraction could have finished, the replacement worker judges the next completion, and the
+    text sampled again costs no second timeout."""
     limit, slack = 0.1, 0.6
     braces = 1 << 21
     while True:  # as many braces as this machine needs for one second of extraction
@@ -262,6 +263,9 @@ def test_the_deadline_covers_extraction():
         elapsed = time.monotonic() - start
         assert c.stats["timeouts"] == 1
         assert c.judge(["7", "7"], ["#### 7", "#### 8"]) == ([True, False], ["7", "8"])
+        start = time.monotonic()  # the same text again: its (missing) answer is remembered
+        assert c.judge(["7"], [text]) == ([False], [None])
+        assert time.monotonic() - start < 0.5 and c.stats["timeouts"] == 1
     assert elapsed < limit + slack, (elapsed, extraction_s)
 
 

@@ -19,12 +19,15 @@ replacement starts in milliseconds and never forks the JAX runtime. Nothing is e
 math-verify parses LaTeX and sympy-parses plain expressions with its own restricted grammar.
 
 Cache. Verdicts (timeouts included) are kept in an LRU of `cache_size` pairs, so a group of
-completions that repeat an answer, or a hostile answer sampled again, costs one check.
+completions that repeat an answer, or a hostile answer sampled again, costs one check; so are
+the answers extracted by `judge` (keyed by a 16-byte digest of the text and the modes), so a
+text seen again is not sent to a worker again.
 """
 
 from __future__ import annotations
 
 import collections
+import hashlib
 import multiprocessing
 import multiprocessing.connection
 import time
@@ -85,6 +88,12 @@ def _serve(conn) -> None:
         conn.send(reply)
 
 
+def _text_key(text: str, modes: tuple[str, ...]) -> tuple[bytes, tuple[str, ...]]:
+    """What a text's extracted answer is remembered by: a digest, not the (long) text."""
+    data = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest(), modes
+
+
 class _Worker:
     def __init__(self):
         self.conn, child = _context().Pipe()
@@ -108,7 +117,8 @@ class Checker:
     Args:
       timeout_s: wall-clock seconds one pair may take; an overrun is a wrong answer.
       num_workers: child processes checking in parallel.
-      cache_size: verdicts remembered (least recently used dropped first).
+      cache_size: verdicts, and extracted answers, remembered (least recently used dropped
+        first).
     """
 
     def __init__(self, *, timeout_s: float = 2.0, num_workers: int = 2, cache_size: int = 65536):
@@ -122,6 +132,7 @@ class Checker:
         self.num_workers = num_workers
         self.cache_size = cache_size
         self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._answers: collections.OrderedDict = collections.OrderedDict()  # (digest, modes)
         self._workers: list[_Worker] = []
         self.stats = {"checked": 0, "cache_hits": 0, "timeouts": 0}
 
@@ -129,6 +140,7 @@ class Checker:
         """Drops the remembered verdicts and zeroes `stats`: what follows is checked and counted
         on its own (a final evaluation's counts then do not depend on what training checked)."""
         self._cache.clear()
+        self._answers.clear()
         self.stats = dict.fromkeys(self.stats, 0)
 
     def close(self) -> None:
@@ -149,12 +161,13 @@ class Checker:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-    def _remember(self, key, value: bool) -> None:
+    def _remember(self, key, value, cache=None) -> None:
+        cache = self._cache if cache is None else cache
         if self.cache_size:
-            self._cache[key] = value
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+            cache[key] = value
+            cache.move_to_end(key)
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
 
     def check(self, pairs: Sequence[tuple[str | None, str | None]]) -> list[bool]:
         """Verdicts of `(reference, answer)` pairs; a None side (nothing extracted) is False."""
@@ -172,11 +185,19 @@ class Checker:
         modes = math_answers.check_modes(modes)
         if len(references) != len(texts):
             raise ValueError(f"{len(references)} references for {len(texts)} texts")
-        distinct = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        by_text: dict[str, tuple[str | None, float]] = {}  # text: (answer, seconds it took)
+        keys = {t: _text_key(t, modes) for t in texts if isinstance(t, str)}
+        for text, key in keys.items():
+            if key in self._answers:
+                self._answers.move_to_end(key)
+                by_text[text] = (self._answers[key], 0.0)
+        distinct = [t for t in keys if t not in by_text]
         found, spent = self._run(
             [("extract", text, modes) for text in distinct], [self.timeout_s] * len(distinct)
         )
-        by_text = {text: (a, s) for text, a, s in zip(distinct, found, spent, strict=True)}
+        for text, answer, seconds in zip(distinct, found, spent, strict=True):
+            by_text[text] = (answer, seconds)
+            self._remember(keys[text], answer, self._answers)
         answers = [by_text[t][0] if isinstance(t, str) else None for t in texts]
         left = [self.timeout_s - by_text[t][1] if isinstance(t, str) else 0.0 for t in texts]
         pairs = list(zip(references, answers, strict=True))
