@@ -75,7 +75,8 @@ def fail(message: object, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def os_error_line(e: BaseException) -> str | None:
-    """One line for a full disk / permission / read-only error anywhere in ``e``'s chain."""
+    """One line for a full disk / permission / read-only error, or a folder that cannot be made
+    because a file is in its place, anywhere in ``e``'s chain."""
     seen = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
@@ -91,6 +92,11 @@ def os_error_line(e: BaseException) -> str | None:
             )
         if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return f"cannot write {e.filename or 'outputs'}: {e.strerror}"
+        if isinstance(e, OSError) and e.errno in (errno.EEXIST, errno.ENOTDIR) and e.filename:
+            # a folder to create (a workdir, its checkpoints/) where a file is: os.makedirs
+            # raises FileExistsError for the file itself, NotADirectoryError below one
+            where = "is a file" if e.errno == errno.EEXIST else "lies under a file"
+            return f"cannot create the folder {e.filename}: it {where}; allowed: a directory path"
         e = e.__cause__ or e.__context__
     return None
 
@@ -307,6 +313,8 @@ def parse_config_flags(argv: list[str], make_flags: Callable, example: str):
         raise ConfigError(one_line(e)) from None
     if fv["config"].value is None:
         raise ConfigError(f"--config is required, e.g. {example}")
+    if "workdir" in fv and fv["workdir"].value:  # every entry point's output folder, one rule
+        check_workdir("--workdir", fv["workdir"].value)
     return fv
 
 

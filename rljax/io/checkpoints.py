@@ -5,12 +5,73 @@ process never leaves a half-written checkpoint behind: the latest *finished* ste
 ``latest_step`` returns.
 """
 
+import contextlib
+import logging
 import os
+import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+
+# tensorstore, under orbax, reports an OS error as text: "... File too large [os_error_code='27']"
+_OS_ERROR_CODE = re.compile(r"os_error_code='(\d+)'")
+
+
+class _OrbaxThreadErrors(logging.Filter):
+    """Holds back the errors orbax's writer threads log with a traceback each (a file-size
+    limit during one save printed 4 of them, 20 on a larger state) before the same exception
+    reaches the thread that waits for the save, where ``Checkpointer`` turns it into one error.
+    The first message is kept, for the error of a save that fails without raising."""
+
+    def __init__(self):
+        super().__init__()
+        self.held: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and f"{os.sep}orbax{os.sep}" in record.pathname:
+            self.held.append(record.getMessage().splitlines()[0][:300])
+            return False
+        return True
+
+
+_THREAD_ERRORS = _OrbaxThreadErrors()
+
+
+def _ignore_late_write_callbacks() -> None:
+    """When a save fails, tensorstore still completes the abandoned writes into event loops
+    orbax has closed; each prints "RuntimeError: Event loop is closed" as an unraisable
+    exception (0 to 33 of them for one failed save, by timing, before and after the error
+    reaches the caller; 2026-12-04). Those alone are dropped; every other unraisable exception
+    goes to the hook before."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_rljax_late_writes", False):
+        return
+
+    def hook(unraisable):
+        late = isinstance(unraisable.exc_value, RuntimeError) and (
+            str(unraisable.exc_value) == "Event loop is closed"
+        )
+        if not late:
+            previous(unraisable)
+
+    hook._rljax_late_writes = True
+    sys.unraisablehook = hook
+
+
+def _as_os_error(e: BaseException, directory: str) -> OSError | None:
+    """The ``OSError`` (errno, strerror, ``directory``) an orbax write error carries, if any."""
+    while e is not None:
+        if isinstance(e, OSError):
+            return None  # already one: cli.os_error_line reads it
+        match = _OS_ERROR_CODE.search(str(e))
+        if match:
+            code = int(match.group(1))
+            return OSError(code, os.strerror(code), directory)
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def latest_step(directory: str) -> int | None:
@@ -32,13 +93,28 @@ class Checkpointer:
 
     def __init__(self, directory: str, max_to_keep: int = 3):
         self.directory = os.path.abspath(directory)
+        logging.getLogger("absl").addFilter(_THREAD_ERRORS)  # once: the same filter object
+        _ignore_late_write_callbacks()
         options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
+
+    def _writing(self, fn: Callable, *args, **kwargs):
+        """``fn(*args, **kwargs)``, an OS error of the writer threads (EFBIG, ENOSPC, ...)
+        raised as one ``OSError`` naming the checkpoint folder, the orbax error as its cause."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            os_error = _as_os_error(e, self.directory)
+            if os_error is None:
+                raise
+            raise os_error from e
+        finally:
+            _THREAD_ERRORS.held.clear()
 
     def save(self, step: int, state: Any, meta: dict, *, force: bool = False) -> None:
         """Starts an asynchronous save of ``state`` (a pytree of arrays) and ``meta`` (JSON)."""
         args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
-        self._manager.save(step, args=args, force=force)
+        self._writing(self._manager.save, step, args=args, force=force)
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or ``None``."""
@@ -52,6 +128,11 @@ class Checkpointer:
         )
         restored = self._manager.restore(step, args=args)
         return restored["state"], restored["meta"]
+
+    def restore_meta(self, step: int) -> dict:
+        """The JSON bookkeeping of the checkpoint at ``step`` alone (no arrays are read)."""
+        restored = self._manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+        return restored["meta"]
 
     def restore_newest_readable(
         self, like: Any, log: Callable[[str], None] = print
@@ -91,8 +172,15 @@ class Checkpointer:
 
     def wait(self) -> None:
         """Blocks until pending asynchronous saves are on disk."""
-        self._manager.wait_until_finished()
+        self._writing(self._manager.wait_until_finished)
 
     def close(self) -> None:
-        self._manager.wait_until_finished()
+        try:
+            self._writing(self._manager.wait_until_finished)
+        except BaseException:
+            # Close the manager's threads even so (left open, one prints a traceback at exit);
+            # the save's own error is the one to report.
+            with contextlib.suppress(Exception):
+                self._manager.close()
+            raise
         self._manager.close()

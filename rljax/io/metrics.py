@@ -13,11 +13,17 @@ def _clean(value):
     return value
 
 
+def json_row(row: dict) -> dict:
+    """A row as the file holds it: NaN and infinities become null (strict JSON)."""
+    return {k: _clean(v) for k, v in row.items()}
+
+
 class MetricsWriter:
     """Appends rows to ``<workdir>/metrics.jsonl``; ``write_csv`` mirrors them to CSV.
 
-    On resume, ``truncate(update)`` drops rows written after the checkpoint being resumed from,
-    so a resumed run's files equal an uninterrupted run's.
+    On resume, ``truncate(update, last_rows)`` drops rows written after the checkpoint being
+    resumed from and puts back the checkpoint's own copy of its last update's rows (a torn last
+    line may be one of them), so a resumed run's files equal an uninterrupted run's.
     """
 
     def __init__(self, workdir: str, name: str = "metrics"):
@@ -60,20 +66,33 @@ class MetricsWriter:
             if os.path.exists(path):
                 os.remove(path)
 
-    def truncate(self, max_update: int) -> None:
-        """Keeps only rows with ``row["update"] <= max_update``."""
+    def truncate(self, max_update: int, last_rows: list[dict] = ()) -> None:
+        """Keeps only rows with ``row["update"] <= max_update``.
+
+        Args:
+          max_update: the update resumed from.
+          last_rows: the rows of update ``max_update`` as the checkpoint holds them (empty: keep
+            the file's): they replace the file's rows of that update, which a write cut short
+            may have torn (the file's last line, dropped by ``read``) after the checkpoint was
+            saved, or an OS crash may have lost.
+        """
         rows = [r for r in self.read() if r["update"] <= max_update]
+        if last_rows:
+            rows = [r for r in rows if r["update"] != max_update] + list(last_rows)
         tmp = self.jsonl_path + ".tmp"
         with open(tmp, "w") as f:
             for row in rows:
-                f.write(json.dumps(row) + "\n")
+                f.write(json.dumps(json_row(row)) + "\n")
         os.replace(tmp, self.jsonl_path)
 
     def write(self, rows: list[dict]) -> None:
-        """Appends rows (flat dicts of JSON-serializable scalars; NaN becomes null)."""
+        """Appends rows (flat dicts of JSON-serializable scalars; NaN becomes null), on disk
+        (fsync) when it returns: a checkpoint saved after it never outlives its rows."""
         with open(self.jsonl_path, "a") as f:
             for row in rows:
-                f.write(json.dumps({k: _clean(v) for k, v in row.items()}) + "\n")
+                f.write(json.dumps(json_row(row)) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
 
     def write_csv(self) -> None:
         """Rewrites the CSV from the JSONL file (columns: the union of keys, in order seen)."""

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from jax.experimental import multihost_utils
 from tqdm import tqdm
 
 from rljax.io import checkpoints, fingerprint
-from rljax.io.metrics import MetricsWriter
+from rljax.io.metrics import MetricsWriter, json_row
 from rljax.train import records
 from rljax.train.records import NonFiniteLossError  # noqa: F401  (raised from here)
 
@@ -187,11 +188,14 @@ def run(
             )
         carried = np.asarray(meta["carried"], np.float64)
         win_sum, win_count = np.asarray(meta["win_sum"]), np.asarray(meta["win_count"])
+        last_rows = meta.get("last_rows", [])  # checkpoints from before it: the file's rows
         if primary:
-            writer.truncate(start)
+            writer.truncate(start, last_rows)
         print(f"[rljax] resumed from update {start} in {ckpt_dir}")
-    elif primary:
-        writer.reset()
+    else:
+        last_rows = []
+        if primary:
+            writer.reset()
     if primary and cfg.fingerprint is not None:
         fingerprint.save(cfg.workdir, cfg.fingerprint)
 
@@ -200,6 +204,9 @@ def run(
             "carried": [None if not np.isfinite(c) else float(c) for c in carried],
             "win_sum": win_sum.tolist(),
             "win_count": win_count.tolist(),
+            # the rows of the checkpoint's own update, put back on resume: a torn last line of
+            # metrics.jsonl may be one of them (MetricsWriter.truncate)
+            "last_rows": last_rows,
             # every checkpoint records the config that made it (also in workdir/config.json)
             "config": None if cfg.fingerprint is None else fingerprint.to_json(cfg.fingerprint),
         }
@@ -240,6 +247,7 @@ def run(
                 if primary:
                     writer.write(rows)
                 update += cfg.chunk_updates
+                last_rows = [json_row(r) for r in rows if r["update"] == update]
                 chunks_done += 1
                 elapsed = time.perf_counter() - t0
                 sps = chunks_done * cfg.chunk_updates * cfg.env_steps_per_update * num_learners
@@ -330,7 +338,13 @@ def chunk_size(total: int, requested: int) -> int:
 
 
 def load_summary(workdir: str, num_updates: int) -> Summary:
-    """The ``Summary`` of a finished run from its ``summary.json`` (NaN returns if it is gone)."""
+    """The ``Summary`` of a finished run from its ``summary.json`` (NaN returns if it is gone).
+
+    A resume of a finished run trains nothing, but its metrics.jsonl is made whole first: the
+    final checkpoint's copy of the last update's rows replaces a torn last line
+    (``complete_metrics``).
+    """
+    complete_metrics(workdir, num_updates)
     try:
         with open(os.path.join(workdir, "summary.json")) as f:
             data = json.load(f)
@@ -351,3 +365,25 @@ def load_summary(workdir: str, num_updates: int) -> Summary:
         warnings=tuple(data.get("warnings", ())),
         score_name=data.get("score", "return"),
     )
+
+
+def complete_metrics(workdir: str, update: int) -> None:
+    """Puts the checkpoint at ``update``'s copy of that update's rows back into metrics.jsonl
+    (and metrics.csv) where the file's differ, e.g. a torn last line. Nothing without such a
+    checkpoint (or one written before the copy was kept)."""
+    ckpt_dir = os.path.join(workdir, "checkpoints")
+    if jax.process_index() != 0 or checkpoints.latest_step(ckpt_dir) != update:
+        return
+    ckpt = checkpoints.Checkpointer(ckpt_dir)
+    try:
+        last_rows = ckpt.restore_meta(update).get("last_rows", [])
+    finally:
+        ckpt.close()
+    writer = MetricsWriter(workdir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn line: the repair below is the news
+        if not last_rows or [r for r in writer.read() if r["update"] == update] == last_rows:
+            return
+        print(f"[rljax] {writer.jsonl_path}: rows of update {update} put back from its checkpoint")
+        writer.truncate(update, last_rows)
+    writer.write_csv()

@@ -10,11 +10,22 @@ import itertools
 def parse_values(field: str, text: str, kind=float) -> tuple:
     """Parses ``"1e-4,3e-4"`` into ``kind`` values (float, int, str); "" means "not swept".
 
+    An empty item (``"1e-3,,3e-4"``, a trailing comma) is refused, not skipped: it is a value
+    the user meant to type.
+
     Raises:
       ValueError: naming the field and the bad text.
     """
+    if not text.strip():
+        return ()
+    items = [v.strip() for v in text.split(",")]
+    if "" in items:
+        raise ValueError(
+            f"sweep.{field}={text!r} has an empty item (item {items.index('') + 1} of "
+            f"{len(items)}); allowed: comma-separated values, none empty (e.g. 1e-4,3e-4)"
+        )
     try:
-        return tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+        return tuple(kind(v) for v in items)
     except ValueError:
         raise ValueError(
             f"sweep.{field}={text!r} is not a comma-separated list of numbers (e.g. 1e-4,3e-4)"
