@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def plot_pass_at_k(results: dict[str, dict], path: str, title: str) -> None:
-    """pass@k vs k with 95% bootstrap bands, one line per model (e.g. {"base": ..., "RL": ...})."""
+    """pass@k vs k with 95% bands, one line per model (e.g. {"base": ..., "RL": ...})."""
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for name, summary in results.items():
         curve = summary["pass_at_k"]
@@ -160,7 +160,7 @@ def write_report(run, points, values, base, learners, timings, workdir) -> str:
         f"# RLVR population: {run.task}, {len(points)} grid point(s) x {run.num_seeds} seed(s)",
         "",
         f"Base: pass@1 {base['pass@1']:.3f}, pass@{n} {base[f'pass@{n}']:.3f} "
-        f"({base['num_problems']} held-out problems, n = {n}). Intervals: 95% bootstrap over "
+        f"({base['num_problems']} held-out problems, n = {n}). Intervals: 95% t intervals over "
         "seeds.",
         "",
         f"| grid point | pass@1 | pass@{n} | pass@1 gain over base | distinct correct |",

@@ -38,7 +38,8 @@ CURVE_KEYS = (
     "pass@1/mean", "groups/kept_frac", "tokens/generated",
 )  # fmt: skip
 CURRICULUM = "curriculum/"  # + level<k> / value<k>: a learner's drawn-level shares and values
-PREFIXES = (LEVEL, CURRICULUM, PROBLEM_KEY)  # per-level / per-problem curves, read where logged
+# per-level / per-problem curves and an environment's episode statistics, read where logged
+PREFIXES = (LEVEL, CURRICULUM, PROBLEM_KEY, "episode/", "tool/")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,8 @@ class Population:
     name: str  # sub-directory of the work directory
     arms: dict[str, dict]  # arm label -> design point (every point names the same fields)
     sft: dict = dataclasses.field(default_factory=dict)  # overrides of the testbed's SFT config
-    run: dict = dataclasses.field(default_factory=dict)  # overrides of config fields (min_level…)
+    # overrides of config fields (min_level…; a dict updates a block: {"env": {"name": ""}})
+    run: dict = dataclasses.field(default_factory=dict)
 
 
 def flags(parser) -> None:
@@ -78,7 +80,10 @@ def testbed(args, pop: Population, base, *, chunk_steps: int, final_samples: int
     if args.quick:  # tests: keep the throw-away bases out of the shared cache
         config.base_cache_dir = os.path.join(args.workdir, "lm_base")
     for key, value in pop.run.items():
-        config[key] = value
+        if isinstance(value, dict):
+            config[key].update(value)
+        else:
+            config[key] = value
     run = lm_experiment.from_config(config, workdir=os.path.join(args.workdir, pop.name))
     run = dataclasses.replace(run, design=tuple(tuple(p.items()) for p in pop.arms.values()))
     lm_experiment.validate(run)
@@ -299,7 +304,7 @@ def report(
     and the timing (``record``: the study's run record)."""
     seconds = round(record["seconds"], 1)
     notes = [
-        "Per-claim verdicts (95% bootstrap intervals over seeds; '+'/'-' when the interval of a "
+        "Per-claim verdicts (95% t intervals over seeds; '+'/'-' when the interval of a "
         "difference excludes 0):",
         "",
         *study.claim_lines(decided["claims"]),

@@ -223,5 +223,5 @@ def run_extra(args, budget, seconds: float, phase_seconds: dict) -> dict:
 
 
 def paired(a, b) -> dict:
-    """Summary (mean and 95% bootstrap interval over seeds) of the per-seed differences a - b."""
+    """Summary (mean and 95% t interval over seeds) of the per-seed differences a - b."""
     return stats.summarize(np.asarray(a, np.float64) - np.asarray(b, np.float64))

@@ -1,5 +1,5 @@
 """The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs, reward_validity, one_shot,
-passk_divergence, rover_lm): --quick trains every arm as populations of the tiny model and writes
+passk_divergence, rover_lm, agent_calculator): --quick trains every arm as populations of the tiny model and writes
 tables with finite statistics; bad flags fail early."""
 
 import json
@@ -46,6 +46,17 @@ def test_nft_pacs_quick(run_quick):
     assert set(res["arms"]) == {"grpo", "nft", "pacs", "cispo"}
     _finite_table(res)
     assert all(math.isfinite(v) for vs in res["identity"].values() for v in vs)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_agent_calculator_quick(run_quick):
+    res = run_quick("agent_calculator.py", timeout=380)
+    assert set(res["arms"]) == {"grpo + calculator", "grpo, no tool"}
+    _finite_table(res)
+    assert res["oracle"] == 1.0  # the demonstrations through the environment are right
+    assert len(res["tool_calls"]["grpo + calculator"]) == 3  # per seed (none without the tool)
+    assert res["tool_calls"]["grpo, no tool"] == []
 
 
 @pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)

@@ -118,7 +118,17 @@ def _staleness(mod):
     return {k: verdicts.status(c) for k, c in mod.decide(arms, design, precision)["claims"].items()}
 
 
+def _agent_calculator(mod):
+    rng = np.random.default_rng(6)
+    # the tool arm loses to the no-tool arm and falls below its base
+    arm = lambda base, v: {"base": {"pass@1": base}, "learners": [  # noqa: E731
+        {"pass@1": x} for x in _seeds(rng, v, 4)]}  # fmt: skip
+    arms = {"grpo + calculator": arm(0.3, 0.2), "grpo, no tool": arm(0.1, 0.4)}
+    return _statuses(mod.decide(arms)["claims"])
+
+
 FAILING = {
+    "agent_calculator": _agent_calculator,
     "emergent_exploration_grid": _emergent_exploration_grid,
     "emergent_exploration": _emergent_exploration,
     "in_context_darkroom": _in_context_darkroom,
