@@ -1,6 +1,6 @@
 """The LM reproduction scripts (tricks_or_traps, ngrpo_hard, nft_pacs, reward_validity, one_shot,
-passk_divergence, rover_lm, agent_calculator): --quick trains every arm as populations of the tiny model and writes
-tables with finite statistics; bad flags fail early."""
+passk_divergence, rover_lm, agent_calculator): --quick trains every arm as populations of the
+tiny model and writes tables with finite statistics; bad flags fail early."""
 
 import json
 import math
