@@ -17,12 +17,13 @@ Everything here is pure jax on `[A]` token arrays with the character tokenizer.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.lm.agentic import host_tool
 from rljax.lm.agentic.env import EnvSpec, Observation
 from rljax.lm.model import tokenizer
 from rljax.lm.tasks import calculator as task_lib
@@ -122,28 +123,34 @@ class State(NamedTuple):
     calls: jax.Array  # int32: tool calls made
     errors: jax.Array  # int32: calls answered "=error"
     correct: jax.Array  # bool: the final answer was right
+    truncated: jax.Array  # int32: tool answers cut to the observation slot
 
 
 @dataclasses.dataclass(frozen=True)
 class CalculatorEnv:
     """The calculator environment (module docstring). `tool=False`: the same episodes without
-    the tool (one turn: the no-tool baseline, exactly single-turn RLVR)."""
+    the tool (one turn: the no-tool baseline, exactly single-turn RLVR). `host`: a
+    `rljax.lm.agentic.host_tool.HostTool` answers the calls in place of the device calculator
+    (any Python function; its failures and timeouts become "error:..." observations)."""
 
     spec: EnvSpec
     tool: bool = True
+    host: Any = None
 
     @classmethod
     def make(cls, *, max_turns: int = 3, action_tokens: int = 16, observation_tokens: int = 12,
-             tool: bool = True) -> CalculatorEnv:  # fmt: skip
+             tool: bool = True, host=None) -> CalculatorEnv:  # fmt: skip
         if not tool:
             return cls(EnvSpec(1, action_tokens, 0), tool=False)
-        return cls(EnvSpec(max_turns, action_tokens, observation_tokens, (CALL,)), tool=True)
+        spec = EnvSpec(max_turns, action_tokens, observation_tokens, (CALL,))
+        return cls(spec, tool=True, host=host)
 
     def reset(self, key, problem) -> State:
         """`problem`: the rows' `device_reward.ProblemTable` fields (`target_int` read)."""
         del key
         zero = jnp.asarray(0, jnp.int32)
-        return State(problem.target_int.astype(jnp.int32), zero, zero, jnp.asarray(False))
+        target = problem.target_int.astype(jnp.int32)
+        return State(target, zero, zero, jnp.asarray(False), zero)
 
     def step(self, state: State, action, action_mask):
         real = action_mask.astype(bool)
@@ -154,17 +161,24 @@ class CalculatorEnv:
         # the answer: the integer after the last '=' of the turn, before EOS
         answer, parsed = _final_int(action, real & (action != tokenizer.EOS))
         correct = answered & parsed & (answer == state.target)
-        value, ok = evaluate(action, real)
         length = self.spec.observation_tokens
-        if length:
+        truncated = jnp.asarray(False)
+        if self.host is not None and length:  # the call's text, without the call token
+            tokens, mask, status = self.host(action, real & (action != CALL), called, length)
+            obs, ok = Observation(tokens, mask), status != host_tool.FAILED
+            truncated = status == host_tool.TRUNCATED
+        elif length:
+            value, ok = evaluate(action, real)
             good_t, good_m = number_tokens(value, length)
             err_t, err_m = _error_tokens(length)
             obs = Observation(jnp.where(ok, good_t, err_t), jnp.where(ok, good_m, err_m))
         else:
             obs = Observation(jnp.zeros((0,), jnp.int32), jnp.zeros((0,), jnp.int32))
+            ok = jnp.asarray(True)
         calls = state.calls + called.astype(jnp.int32)
         errors = state.errors + (called & ~ok).astype(jnp.int32)
-        new = State(state.target, calls, errors, state.correct | correct)
+        cut = state.truncated + (called & truncated).astype(jnp.int32)
+        new = State(state.target, calls, errors, state.correct | correct, cut)
         done = ~called  # an answer, or a turn that ran out of budget
         return obs, new, correct.astype(jnp.float32), done
 
@@ -172,9 +186,12 @@ class CalculatorEnv:
         return state.correct
 
     def metrics(self, state: State) -> dict[str, jax.Array]:
-        """Tool calls per episode and how many of them were answered "=error"."""
-        calls = state.calls.astype(jnp.float32)
-        return {"tool/calls": calls, "tool/errors": state.errors.astype(jnp.float32)}
+        """Tool calls per episode, how many were answered with an error, how many cut short."""
+        return {
+            "tool/calls": state.calls.astype(jnp.float32),
+            "tool/errors": state.errors.astype(jnp.float32),
+            "tool/truncated": state.truncated.astype(jnp.float32),
+        }
 
 
 def _final_int(tokens: jax.Array, real: jax.Array) -> tuple[jax.Array, jax.Array]:
