@@ -56,7 +56,7 @@ def test_one_turn_without_tool_is_the_single_turn_learner_bit_for_bit():
     a, b = (s._replace(key=jax.random.key_data(s.key)) for s in (a, b))
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_array_equal(x, y)
-    assert set(ma) - set(mb) == {"episode/turns", "tool/calls", "tool/errors"}
+    assert set(ma) - set(mb) == {"episode/turns", "tool/calls", "tool/errors", "tool/truncated"}
     for k in mb:
         np.testing.assert_array_equal(ma[k], mb[k], err_msg=k)
     assert float(ma["tool/calls"]) == 0.0 and float(ma["episode/turns"]) == 1.0
