@@ -21,10 +21,11 @@ _OS_ERROR_CODE = re.compile(r"os_error_code='(\d+)'")
 
 
 class _OrbaxThreadErrors(logging.Filter):
-    """Holds back the errors orbax's writer threads log with a traceback each (a file-size
-    limit during one save printed 4 of them, 20 on a larger state) before the same exception
-    reaches the thread that waits for the save, where ``Checkpointer`` turns it into one error.
-    The first message is kept, for the error of a save that fails without raising."""
+    """Holds back the errors orbax's writer threads log with a traceback each (4 for one save
+    of a tiny PPO state under a file-size limit, 2026-12-04) before the same exception reaches
+    the thread that waits for the save, where ``Checkpointer`` turns it into one error. The
+    first message is kept: a call that returns although its writers logged errors prints it as
+    one warning line."""
 
     def __init__(self):
         super().__init__()
@@ -38,6 +39,7 @@ class _OrbaxThreadErrors(logging.Filter):
 
 
 _THREAD_ERRORS = _OrbaxThreadErrors()
+_LATE_WRITES_IGNORED = False  # _ignore_late_write_callbacks ran (once per process)
 
 
 def _ignore_late_write_callbacks() -> None:
@@ -46,9 +48,11 @@ def _ignore_late_write_callbacks() -> None:
     exception (0 to 33 of them for one failed save, by timing, before and after the error
     reaches the caller; 2026-12-04). Those alone are dropped; every other unraisable exception
     goes to the hook before."""
-    previous = sys.unraisablehook
-    if getattr(previous, "_rljax_late_writes", False):
+    global _LATE_WRITES_IGNORED
+    if _LATE_WRITES_IGNORED:
         return
+    _LATE_WRITES_IGNORED = True
+    previous = sys.unraisablehook
 
     def hook(unraisable):
         late = isinstance(unraisable.exc_value, RuntimeError) and (
@@ -57,7 +61,6 @@ def _ignore_late_write_callbacks() -> None:
         if not late:
             previous(unraisable)
 
-    hook._rljax_late_writes = True
     sys.unraisablehook = hook
 
 
@@ -102,12 +105,17 @@ class Checkpointer:
         """``fn(*args, **kwargs)``, an OS error of the writer threads (EFBIG, ENOSPC, ...)
         raised as one ``OSError`` naming the checkpoint folder, the orbax error as its cause."""
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except Exception as e:
             os_error = _as_os_error(e, self.directory)
             if os_error is None:
                 raise
             raise os_error from e
+        else:
+            if _THREAD_ERRORS.held:  # held back, yet nothing reached this thread: say so
+                print(f"[rljax] warning: checkpoint writer in {self.directory}: "
+                      f"{_THREAD_ERRORS.held[0]}")  # fmt: skip
+            return result
         finally:
             _THREAD_ERRORS.held.clear()
 
