@@ -75,7 +75,9 @@ def from_config(c, workdir: str | None, dist: distributed.DistributedConfig):
     fields = tuple((k, v) for k, v in c.data.fields.items() if v)
     # "--config.mesh.axes=seeds,fsdp" arrives as ("seeds,fsdp",)
     axes = tuple(a for entry in c.mesh.axes for a in str(entry).split(","))
-    swept = [p.strip() for p in c.sweep.preset.split(",") if p.strip()]
+    from rljax.train import sweep  # noqa: PLC0415  (after `initialize`, as _math_rlvr)
+
+    swept = sweep.parse_values("preset", c.sweep.preset, str)  # an empty item is refused
     return _math_rlvr().MathRunConfig(
         train_path=c.data.train_path,
         test_path=c.data.test_path,

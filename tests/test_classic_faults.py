@@ -67,6 +67,15 @@ def test_a_sweep_list_with_an_empty_item_is_refused_naming_the_field(
     entries[entry].parse([*argv, f"--config.sweep.{field}=1e-3,3e-4"])  # without it: accepted
 
 
+@pytest.mark.parametrize("entry", ["experiments/train_lm.py", "experiments/train_math.py"])
+def test_a_preset_list_with_an_empty_item_is_refused(entries, entry, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    config, _, extra = ENTRY_POINTS[entry]
+    argv = [entry, config, f"--workdir={tmp_path / 'run'}", *extra(tmp_path)]
+    message = _refusal(entries[entry].parse, [*argv, "--config.sweep.preset=grpo,,dapo"])
+    assert message.startswith("sweep.preset='grpo,,dapo' has an empty item"), message
+
+
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 def test_a_workdir_that_is_a_file_is_one_line_before_anything_runs(
     entries, entry, tmp_path, monkeypatch
