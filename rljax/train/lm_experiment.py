@@ -25,6 +25,7 @@ from rljax.agents.grpo import presets
 from rljax.io import base_reference, fingerprint, workdir_lock
 from rljax.lm.agentic import calculator as calculator_env
 from rljax.lm.agentic import env as env_lib
+from rljax.lm.agentic import guess as guess_env
 from rljax.lm.model import lora, pretrained
 from rljax.lm.model.decoder import TransformerConfig, num_params
 from rljax.lm.tasks import TASKS, device_reward, selection
@@ -36,7 +37,10 @@ from rljax.train import lm_base, lm_report, loop, population, rl_fields
 
 # The one place environment names become text environments (`rljax.lm.agentic`): name ->
 # (the task it runs on, its maker taking the config's `env` fields).
-ENVS = {"calculator": ("calculator", calculator_env.CalculatorEnv.make)}
+ENVS = {
+    "calculator": ("calculator", calculator_env.CalculatorEnv.make),
+    "guess": ("guess", guess_env.GuessEnv.make),
+}
 ENV_FIELDS = ("max_turns", "action_tokens", "observation_tokens")
 SWEEPABLE = rl_fields.SWEEPABLE  # fields `sweep.<field>=a,b,...` may name
 # Fields a resumed run may change: the budget, logging and the final evaluation. Any other

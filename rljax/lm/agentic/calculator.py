@@ -159,7 +159,7 @@ class CalculatorEnv:
         answered = last_token == tokenizer.EOS
         called = (last_token == CALL) & self.tool
         # the answer: the integer after the last '=' of the turn, before EOS
-        answer, parsed = _final_int(action, real & (action != tokenizer.EOS))
+        answer, parsed = parse_int(action, real & (action != tokenizer.EOS))
         correct = answered & parsed & (answer == state.target)
         length = self.spec.observation_tokens
         truncated = jnp.asarray(False)
@@ -194,8 +194,9 @@ class CalculatorEnv:
         }
 
 
-def _final_int(tokens: jax.Array, real: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """`grammar.parse_int` of the real text after the last '=' (`-?[0-9]{1,9}`)."""
+def parse_int(tokens: jax.Array, real: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`grammar.parse_int` of the real text (`real [A]`) after the last '=' (`-?[0-9]{1,9}`) of
+    `tokens [A]`: (value int32, ok bool)."""
     idx = jnp.arange(tokens.shape[0])
     start = jnp.max(jnp.where(real & (tokens == _EQUALS), idx, -1)) + 1
     stop = jnp.max(jnp.where(real, idx, -1)) + 1

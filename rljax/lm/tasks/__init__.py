@@ -1,6 +1,6 @@
 """Verifiable tasks: generators, verifiers and their tensorflow-datasets builders."""
 
-from rljax.lm.tasks import arithmetic, calculator, countdown, equation, strings
+from rljax.lm.tasks import arithmetic, calculator, countdown, equation, guess, strings
 from rljax.lm.tasks.base import (
     Problem,
     Task,
@@ -18,6 +18,7 @@ TASKS = {
     "strings": strings.TASK,
     "equation": equation.TASK,
     "calculator": calculator.TASK,
+    "guess": guess.TASK,
 }
 
 __all__ = [

@@ -15,7 +15,7 @@ import shutil
 import numpy as np
 import tensorflow_datasets as tfds
 
-from rljax.lm.tasks import arithmetic, calculator, countdown, equation, strings
+from rljax.lm.tasks import arithmetic, calculator, countdown, equation, guess, strings
 from rljax.lm.tasks.base import Problem, Task, train_test_split
 
 NUM_TRAIN_PER_LEVEL = 2000
@@ -96,12 +96,19 @@ class RljaxCalculator(_TaskBuilder):
     TASK = calculator.TASK
 
 
+class RljaxGuess(_TaskBuilder):
+    """Guess the number in 1..16 or 1..64."""
+
+    TASK = guess.TASK
+
+
 BUILDERS = {
     "arithmetic": RljaxArithmetic,
     "countdown": RljaxCountdown,
     "strings": RljaxStrings,
     "equation": RljaxEquation,
     "calculator": RljaxCalculator,
+    "guess": RljaxGuess,
 }
 
 

@@ -40,6 +40,7 @@ _MAX_DIGITS = 9  # parse_int accepts at most 9 digits, so every value fits in in
 # How each task's verdict is computed: the one place task names become reward kinds.
 KINDS = {"arithmetic": "final_int", "equation": "int", "strings": "exact", "countdown": "host"}
 KINDS["calculator"] = "final_int"  # rljax.lm.agentic.calculator: the answer after the last '='
+KINDS["guess"] = "int"  # rljax.lm.agentic.guess: the answer is the secret
 
 
 def reward_kind(task_name: str, tok=tokenizer.CHAR) -> str:

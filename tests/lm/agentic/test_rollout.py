@@ -140,3 +140,33 @@ def test_invalid_limits_are_one_line_errors_before_compiling(params, spec, match
     tokens, mask = _prompts()
     with pytest.raises(ValueError, match=match):
         sample_episodes(params, CFG, EchoEnv(spec), tokens, mask, _table(4), jax.random.key(0))
+
+
+def test_guess_env_answers_probes_and_the_demonstrations_win():
+    from rljax.lm.agentic.guess import GuessEnv
+    from rljax.lm.tasks import device_reward, guess
+
+    env = GuessEnv.make()
+    problems = [
+        guess.Problem(f"guess64:abc{c}", str(x), 2) for c, x in zip("abc", (1, 37, 64), strict=True)
+    ]
+    problems.append(guess.Problem("guess16:abcd", "9", 1))
+    table = device_reward.make_table(guess.TASK, problems)
+    step = jax.jit(env.step)
+    for i, p in enumerate(problems):
+        state = env.reset(jax.random.key(0), jax.tree.map(lambda x, i=i: x[i], table))
+        turns = guess.demonstrate(p)
+        assert len(turns) <= env.spec.max_turns
+        for t, (action, observation) in enumerate(turns):
+            ids = tokenizer.encode(action) + ([tokenizer.EOS] if t == len(turns) - 1 else [])
+            tokens = np.zeros(env.spec.action_tokens, np.int32)
+            tokens[: len(ids)] = ids
+            obs, state, reward, done = step(state, tokens, (tokens > 0).astype(np.int32))
+            if t < len(turns) - 1:
+                assert tokenizer.decode(np.asarray(obs.tokens).tolist() + [2])[0] == observation
+                assert not bool(done) and float(reward) == 0.0
+        assert bool(done) and float(reward) == 1.0 and bool(env.success(state))
+    # a probe that is not a number is answered "x" and costs nothing but the turn
+    bad = np.asarray(tokenizer.encode("a;") + [0, 0], np.int32)
+    obs, state, _, done = step(state, bad, (bad > 0).astype(np.int32))
+    assert tokenizer.decode(np.asarray(obs.tokens).tolist() + [2])[0] == "x" and not bool(done)
