@@ -104,6 +104,7 @@ class Checkpointer:
     def _writing(self, fn: Callable, *args, **kwargs):
         """``fn(*args, **kwargs)``, an OS error of the writer threads (EFBIG, ENOSPC, ...)
         raised as one ``OSError`` naming the checkpoint folder, the orbax error as its cause."""
+        _THREAD_ERRORS.held.clear()  # only what orbax logs during this call (not a restore's)
         try:
             result = fn(*args, **kwargs)
         except Exception as e:
