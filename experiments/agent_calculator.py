@@ -6,9 +6,10 @@ the tool — "347*29+51;" → "=10114" → "10114" — half are bare answers) an
 preset for the same updates on the same problems (products of 2-3 digit numbers, plus a sum at
 level 2). The tool arm acts in episodes of up to 3 turns (`rljax.lm.agentic`: the calculator's
 answers are prefilled into the KV cache and never trained); the no-tool arm answers in one
-completion, where a tool call is just text. Held-out pass@1 over seeds, the difference with its
-95% interval, the tool calls per episode, and the oracle (the demonstrations stepped through the
-environment) as the ceiling.
+completion, where a tool call is just text; a third arm, the strongest no-tool baseline, trains
+a base that never saw a tool call (bare answers only) the same way. Held-out pass@1 over seeds,
+the differences with their 95% intervals, the tool calls per episode, and the oracle (the
+demonstrations stepped through the environment) as the ceiling.
 
 The default takes about 20 min on the idle 2-core CPU (SFT base cached after the first run).
 Plots: curves.png (quick held-out pass@1 over training), tool_calls.png (calls per episode).
@@ -34,6 +35,11 @@ TOOL = repro.Population("tool", {"grpo + calculator": {"preset": "grpo"}})
 NO_TOOL = repro.Population(
     "notool", {"grpo, no tool": {"preset": "grpo"}}, run={"env": {"name": ""}}
 )
+# The strongest no-tool baseline: a base that never saw a tool call (bare answers only).
+BARE = repro.Population(
+    "notool_bare", {"grpo, no tool, bare base": {"preset": "grpo"}},
+    sft={"tool_frac": 0.0}, run={"env": {"name": ""}},
+)  # fmt: skip
 
 
 def oracle_accuracy(problems, env) -> float:
@@ -59,25 +65,29 @@ def oracle_accuracy(problems, env) -> float:
 
 def decide(arms: dict) -> dict:
     p1 = {k: repro.final(a, "pass@1") for k, a in arms.items()}
-    (tool, tool_p1), (plain, plain_p1) = p1.items()
-    versus = repro.effect(tool_p1, plain_p1)
-    gain = repro.effect(repro.gains(arms[tool]), [0.0] * len(tool_p1))
+    tool, *plain = p1
+    versus = {f"{tool} − {k}": repro.effect(p1[tool], p1[k]) for k in plain}
+    gain = repro.effect(repro.gains(arms[tool]), [0.0] * len(p1[tool]))
+    differences = "; ".join(
+        f"− {k.split(' − ')[1]}: {study.diff_text(c['diff'], c['diff_ci'], 3)}"
+        for k, c in versus.items()
+    )
     claims = {
         "the agent with the tool beats the same model trained without it": (
-            verdicts.from_signs([versus["sign"]]),
-            f"pass@1 difference {study.diff_text(versus['diff'], versus['diff_ci'], 3)}",
+            verdicts.from_signs([c["sign"] for c in versus.values()]),
+            f"pass@1 differences {differences}",
         ),
         "RL improves the tool agent over its SFT base": (
             verdicts.from_signs([gain["sign"]]),
             f"gain {study.diff_text(gain['diff'], gain['diff_ci'], 3)}",
         ),
     }
-    return {"claims": claims, "comparisons": {f"{tool} − {plain}": versus, "RL gain": gain}}
+    return {"claims": claims, "comparisons": {**versus, "RL gain": gain}}
 
 
 def run(args) -> dict:
     base = study.config(__file__, "agent", "calculator,tiny" if args.quick else "calculator")
-    result = repro.train(args, [TOOL, NO_TOOL], base, chunk_steps=10, final_samples=4,
+    result = repro.train(args, [TOOL, NO_TOOL, BARE], base, chunk_steps=10, final_samples=4,
                          final_problems=200)  # fmt: skip
     env = calculator.CalculatorEnv.make(max_turns=3, action_tokens=14, observation_tokens=8)
     test = [TASKS["calculator"].generate(np.random.default_rng(s), 1 + s % 2) for s in range(64)]
@@ -96,8 +106,8 @@ def report(args, result: dict, record: dict) -> study.Report:
     bases = {a["population"]: a["base"]["pass@1"] for a in arms.values()}
     context = [
         f"SFT bases, held-out pass@1: in the environment {bases['tool']:.3f}, single-turn "
-        f"{bases['notool']:.3f}. Oracle (the demonstrations through the environment): "
-        f"{result['oracle']:.3f}.",
+        f"{bases['notool']:.3f}, the bare-answer base {bases['notool_bare']:.3f}. Oracle (the "
+        f"demonstrations through the environment): {result['oracle']:.3f}.",
         "Tool calls per episode over the last fifth of training (mean over seeds): "
         + ", ".join(f"{k} {np.mean(v):.2f}" for k, v in calls.items() if v)
         + ".",

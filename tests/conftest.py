@@ -165,3 +165,16 @@ def load_entry():
         return module
 
     return load
+
+
+@pytest.fixture(scope="module")
+def train_lm(load_entry):
+    """experiments/train_lm.py as a module, with the working directory at the repository root
+    while the module's tests run (config paths are relative to it, as in the README)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        yield load_entry("experiments/train_lm.py")
+    finally:
+        os.chdir(cwd)

@@ -52,11 +52,11 @@ def test_nft_pacs_quick(run_quick):
 @pytest.mark.timeout(400)
 def test_agent_calculator_quick(run_quick):
     res = run_quick("agent_calculator.py", timeout=380)
-    assert set(res["arms"]) == {"grpo + calculator", "grpo, no tool"}
+    assert set(res["arms"]) == {"grpo + calculator", "grpo, no tool", "grpo, no tool, bare base"}
     _finite_table(res)
     assert res["oracle"] == 1.0  # the demonstrations through the environment are right
     assert len(res["tool_calls"]["grpo + calculator"]) == 3  # per seed (none without the tool)
-    assert res["tool_calls"]["grpo, no tool"] == []
+    assert res["tool_calls"]["grpo, no tool"] == res["tool_calls"]["grpo, no tool, bare base"] == []
 
 
 @pytest.mark.slow  # over 15 s on the 2-core CPU (fast tier <= 10 min)

@@ -123,7 +123,8 @@ def _agent_calculator(mod):
     # the tool arm loses to the no-tool arm and falls below its base
     arm = lambda base, v: {"base": {"pass@1": base}, "learners": [  # noqa: E731
         {"pass@1": x} for x in _seeds(rng, v, 4)]}  # fmt: skip
-    arms = {"grpo + calculator": arm(0.3, 0.2), "grpo, no tool": arm(0.1, 0.4)}
+    arms = {"grpo + calculator": arm(0.3, 0.2), "grpo, no tool": arm(0.1, 0.4),
+            "grpo, no tool, bare base": arm(0.1, 0.1)}  # fmt: skip
     return _statuses(mod.decide(arms)["claims"])
 
 

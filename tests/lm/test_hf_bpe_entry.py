@@ -24,16 +24,6 @@ SHAPES = {  # small, and different where the families differ
 
 
 @pytest.fixture(scope="module")
-def train_lm(load_entry):
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # config paths are relative to the repository, as in the README
-    try:
-        yield load_entry("experiments/train_lm.py")
-    finally:
-        os.chdir(cwd)
-
-
-@pytest.fixture(scope="module")
 def bpe_dir(load_entry, tmp_path_factory):
     script = load_entry("scripts/train_bpe_tokenizer.py")
     out = str(tmp_path_factory.mktemp("bpe"))

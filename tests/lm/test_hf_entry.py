@@ -14,16 +14,6 @@ LM = "--config=configs/grpo.py:arithmetic,tiny"
 FIXTURES = os.path.join(ROOT, "tests", "lm", "fixtures", "hf")
 
 
-@pytest.fixture(scope="module")
-def train_lm(load_entry):
-    cwd = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        yield load_entry("experiments/train_lm.py")
-    finally:
-        os.chdir(cwd)
-
-
 @pytest.mark.parametrize(
     "flag,message",
     [

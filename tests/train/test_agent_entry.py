@@ -18,16 +18,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 AGENT = "--config=configs/agent.py:calculator,tiny"
 
 
-@pytest.fixture(scope="module")
-def train_lm(load_entry):
-    cwd = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        yield load_entry("experiments/train_lm.py")
-    finally:
-        os.chdir(cwd)
-
-
 CASES = {
     "zero turns": (["--config.env.max_turns=0"], "env.max_turns=0 is invalid"),
     "zero action": (["--config.env.action_tokens=0"], "env.action_tokens=0 is invalid"),

@@ -13,16 +13,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LM = "--config=configs/grpo.py:arithmetic,tiny"
 
 
-@pytest.fixture(scope="module")
-def train_lm(load_entry):
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # config paths are relative to the repository, as in the README
-    try:
-        yield load_entry("experiments/train_lm.py")
-    finally:
-        os.chdir(cwd)
-
-
 CASES = {
     "unknown top key": ([LM, "--config.foo=1"], "unknown key 'foo' at the top level; valid: "),
     "unknown rl key": ([LM, "--config.rl.lr=1"], "unknown key 'lr' at rl; valid: "),
