@@ -89,7 +89,7 @@ def train_bases(cfg: sft.SFTConfig, model_cfg: TransformerConfig, data: list[Seq
     for start in range(0, cfg.steps, chunk):
         size = min(chunk, cfg.steps - start)
         rows = [rng.integers(0, len(d.prompt_tokens), (size, cfg.batch_size)) for d in data]
-        fields = zip(*data, strict=True)  # per field: the N learners' arrays
+        fields = zip(*(d[:4] for d in data), strict=True)  # per field: the N learners' arrays
         batches = SeqBatch(
             *(np.stack([f[r] for f, r in zip(fs, rows, strict=True)], 1) for fs in fields)
         )

@@ -65,7 +65,6 @@ def _checkpoints(workdir) -> list[int]:
 def _results(workdir) -> dict:
     with open(os.path.join(workdir, "results.json")) as f:
         results = json.load(f)
-    results["config"].pop("workdir")
     for key in [k for k in results if k.endswith("seconds")]:
         results.pop(key)
     return results
