@@ -1,6 +1,6 @@
 """An agent population member equals the same learner trained alone: sharded one learner per
 device (the solo program's rounding), every sampled reward, tool call and turn count is the solo
-run's and the parameters agree to 2e-5 (tests/train/test_lm_lora.py says why two learners on one
+run's and the parameters agree to 1e-4 (tests/train/test_lm_lora.py says why two learners on one
 device may differ by more: Adam's normalized steps).
 
 The comparison runs in a subprocess (`python tests/train/test_agent_population.py DIR`) so that it
@@ -76,7 +76,8 @@ def test_an_agent_population_member_equals_the_learner_alone_sharded(tmp_path):
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["calls"] > 0, out  # the learners called the tool
     assert out["metric_gap"] == 0.0, out  # the same episodes, every update
-    assert out["param_gap"] < 2e-5, out
+    # measured 1.4e-5 (2026-12-04, 2-core AMD EPYC); one lr-sized Adam step would be >= 1e-3
+    assert out["param_gap"] < 1e-4, out
 
 
 if __name__ == "__main__":
