@@ -27,29 +27,16 @@ The tables live between marker comments, ``<!-- BEGIN <name> -->`` ... ``<!-- EN
 """
 
 import argparse
-import json
 import os
 import re
 import sys
+
+from rljax.io.files import read_json  # errors name the file, the line and the column
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
 README_ROWS = 10  # the README's headline table holds at most this many rows
 KINDS = ("reproduction", "benchmark", "learner", "record")
-
-
-def read_json(path: str):
-    """The JSON value in ``path``; a ValueError naming the file (and the line and column) if it
-    is not UTF-8 JSON."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f"{path} is not JSON (line {e.lineno}, column {e.colno}: {e.msg})"
-        ) from None
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}: {e.reason})") from None
 
 
 def load_cards(results_dir: str = RESULTS) -> dict[str, dict]:
