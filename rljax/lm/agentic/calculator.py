@@ -23,10 +23,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.lm.agentic import env as env_lib
 from rljax.lm.agentic import host_tool
 from rljax.lm.agentic.env import EnvSpec, Observation
 from rljax.lm.model import tokenizer
 from rljax.lm.tasks import calculator as task_lib
+from rljax.lm.tasks import device_reward
 
 CALL = tokenizer.encode(task_lib.CALL)[0]  # the tool-call stop token
 _DIGIT0 = tokenizer.encode("0")[0]
@@ -154,8 +156,7 @@ class CalculatorEnv:
 
     def step(self, state: State, action, action_mask):
         real = action_mask.astype(bool)
-        last = jnp.max(jnp.where(real, jnp.arange(action.shape[0]), -1))
-        last_token = jnp.where(last >= 0, action[jnp.maximum(last, 0)], tokenizer.PAD)
+        last_token = env_lib.last_token(action, action_mask, tokenizer.PAD)
         answered = last_token == tokenizer.EOS
         called = (last_token == CALL) & self.tool
         # the answer: the integer after the last '=' of the turn, before EOS
@@ -195,18 +196,10 @@ class CalculatorEnv:
 
 
 def parse_int(tokens: jax.Array, real: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """`grammar.parse_int` of the real text (`real [A]`) after the last '=' (`-?[0-9]{1,9}`) of
-    `tokens [A]`: (value int32, ok bool)."""
+    """`grammar.parse_int` of the real text (`real [A]`, a prefix of the turn) after the last '='
+    of `tokens [A]` (`-?[0-9]{1,9}`): (value int32, ok bool), by
+    `device_reward.parse_int_span`."""
     idx = jnp.arange(tokens.shape[0])
     start = jnp.max(jnp.where(real & (tokens == _EQUALS), idx, -1)) + 1
     stop = jnp.max(jnp.where(real, idx, -1)) + 1
-    span = (idx >= start) & (idx < stop)
-    negative = (tokens[jnp.clip(start, 0, tokens.shape[0] - 1)] == _MINUS) & (start < stop)
-    digits_span = span & ~((idx == start) & negative)
-    is_digit = (tokens >= _DIGIT0) & (tokens <= _DIGIT0 + 9)
-    count = jnp.sum(digits_span)
-    ok = (count >= 1) & (count <= _MAX_DIGITS) & jnp.all(is_digit | ~digits_span)
-    power = jnp.clip(stop - 1 - idx, 0, _MAX_DIGITS - 1)
-    magnitude = jnp.sum(jnp.where(digits_span & is_digit, (tokens - _DIGIT0) * 10**power, 0))
-    value = jnp.where(negative, -magnitude, magnitude)
-    return jnp.where(ok, value, 0), ok
+    return device_reward.parse_int_span(tokens, start, stop)

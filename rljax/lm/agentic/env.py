@@ -37,6 +37,7 @@ import dataclasses
 from typing import Any, NamedTuple, Protocol
 
 import jax
+import jax.numpy as jnp
 
 from rljax import checks
 
@@ -84,6 +85,15 @@ def validate(spec: EnvSpec, *, prompt_length: int, max_len: int, vocab_size: int
         raise ValueError(
             f"call_ids={spec.call_ids}: {bad} outside the vocabulary [0, {vocab_size})"
         )
+
+
+def last_token(action: jax.Array, action_mask: jax.Array, pad_id: int) -> jax.Array:
+    """The token that ended a turn: the last one the policy wrote in `action [A]` (`pad_id` for
+    an empty turn). Environments read from it whether the turn is a call, an answer or neither.
+    """
+    real = action_mask.astype(bool)
+    last = jnp.max(jnp.where(real, jnp.arange(action.shape[0]), -1))
+    return jnp.where(last >= 0, action[jnp.maximum(last, 0)], pad_id)
 
 
 class TextEnv(Protocol):

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rljax.lm.agentic import env as env_lib
 from rljax.lm.agentic.calculator import parse_int
 from rljax.lm.agentic.env import EnvSpec, Observation
 from rljax.lm.model import tokenizer
@@ -52,8 +53,7 @@ class GuessEnv:
 
     def step(self, state: State, action, action_mask):
         real = action_mask.astype(bool)
-        last = jnp.max(jnp.where(real, jnp.arange(action.shape[0]), -1))
-        last_token = jnp.where(last >= 0, action[jnp.maximum(last, 0)], tokenizer.PAD)
+        last_token = env_lib.last_token(action, action_mask, tokenizer.PAD)
         text = real & (action != tokenizer.EOS) & (action != CALL)
         value, parsed = parse_int(action, text)
         answered = last_token == tokenizer.EOS
