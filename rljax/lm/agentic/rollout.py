@@ -99,118 +99,158 @@ def sample_episodes(
     states = jax.vmap(env.reset)(fold(keys, 2**31 - 1), problem)
 
     pad = jnp.full((n, total - prompt_len), cfg.pad_id, jnp.int32)
-    seq = jnp.concatenate([prompt_tokens.astype(jnp.int32), pad], axis=1)
-    valid = jnp.concatenate([prompt_mask.astype(bool), jnp.zeros(pad.shape, bool)], axis=1)
-    policy = jnp.zeros((n, total), bool)
-    turn_of = jnp.full((n, total), -1, jnp.int32)
-    count = jnp.sum(prompt_mask, axis=1).astype(jnp.int32)  # real tokens so far: next position
+    buf = _Buffer(
+        jnp.concatenate([prompt_tokens.astype(jnp.int32), pad], axis=1),
+        jnp.concatenate([prompt_mask.astype(bool), jnp.zeros(pad.shape, bool)], axis=1),
+        jnp.zeros((n, total), bool),
+        jnp.full((n, total), -1, jnp.int32),
+        jnp.sum(prompt_mask, axis=1).astype(jnp.int32),  # real tokens so far: next position
+        None,
+        None,
+    )
 
-    def full_logits(seq, valid):  # the reference: the whole buffer, last real slot's logits
-        logits, _ = forward(params, cfg, seq, positions_from_mask(valid), causal_mask(valid))
-        last = jnp.max(jnp.where(valid, slots, -1), axis=1)
+    def full_logits(buf):  # the reference: the whole buffer, last real slot's logits
+        mask = buf.valid
+        logits, _ = forward(params, cfg, buf.seq, positions_from_mask(mask), causal_mask(mask))
+        last = jnp.max(jnp.where(mask, slots, -1), axis=1)
         return jnp.take_along_axis(logits, last[:, None, None], axis=1)[:, 0]
 
     if recompute:
-        cache, last_logits = None, full_logits(seq, valid)
+        buf = buf._replace(logits=full_logits(buf))
     else:  # the prompt's prefill, as `sampling.sample` does it
+        mask = _chunk_mask(slots, buf.valid, jnp.arange(prompt_len))
         positions = positions_from_mask(prompt_mask)
-        j = jnp.arange(prompt_len)[:, None]
-        prefill_mask = (slots[None, :] <= j)[None] & (
-            valid[:, None, :] | (slots[None, :] == j)[None]
-        )
-        logits, cache = forward(
-            params, cfg, prompt_tokens, positions, prefill_mask, init_cache(cfg, n, total), 0
-        )
-        last_logits = logits[:, -1]
+        cache = init_cache(cfg, n, total)
+        logits, cache = forward(params, cfg, prompt_tokens, positions, mask, cache, 0)
+        buf = buf._replace(cache=cache, logits=logits[:, -1])
 
-    def token_step(carry):
-        seq, valid, policy, turn_of, count, cache, last_logits, active, i, t = carry
-        slot = first + t * (A + OBS) + i
-        token = choose(last_logits, fold(keys, t * A + i), temperature, top_p)
+    def token_step(c: _TokenLoop) -> _TokenLoop:
+        buf, active = c.buf, c.active
+        slot = first + c.t * (A + OBS) + c.i
+        token = choose(buf.logits, fold(keys, c.t * A + c.i), temperature, top_p)
         token = jnp.where(active, token, cfg.pad_id)
-        seq = jax.lax.dynamic_update_slice_in_dim(seq, token[:, None], slot, axis=1)
-        valid = jax.lax.dynamic_update_slice_in_dim(valid, active[:, None], slot, axis=1)
-        policy = jax.lax.dynamic_update_slice_in_dim(policy, active[:, None], slot, axis=1)
-        turn_of = jax.lax.dynamic_update_slice_in_dim(
-            turn_of, jnp.where(active, t, -1)[:, None], slot, axis=1
-        )
+        buf = _write(buf, slot, token[:, None], active[:, None], active[:, None], c.t)
         if recompute:
-            logits = full_logits(seq, valid)
+            logits = full_logits(buf)
         else:
-            mask = ((slots <= slot)[None, :] & valid)[:, None, :]
-            logits, cache = forward(params, cfg, token[:, None], count[:, None], mask, cache, slot)
+            mask = ((slots <= slot)[None, :] & buf.valid)[:, None, :]
+            logits, cache = forward(
+                params, cfg, token[:, None], buf.count[:, None], mask, buf.cache, slot
+            )
+            buf = buf._replace(cache=cache)
             logits = logits[:, -1]
-        last_logits = jnp.where(active[:, None], logits, last_logits)
-        count = count + active.astype(jnp.int32)
-        active = active & ~jnp.isin(token, stop_ids)
-        return seq, valid, policy, turn_of, count, cache, last_logits, active, i + 1, t
+        buf = buf._replace(
+            logits=jnp.where(active[:, None], logits, buf.logits),
+            count=buf.count + active.astype(jnp.int32),
+        )
+        return _TokenLoop(buf, active & ~jnp.isin(token, stop_ids), c.i + 1, c.t)
 
-    def turn_step(carry):
-        seq, valid, policy, turn_of, count, cache, last_logits, states, rewards = carry[:9]
-        ended_all, done, turns, t = carry[9:]
-        live = ~done
-        inner = (seq, valid, policy, turn_of, count, cache, last_logits, live, 0, t)
-        inner = jax.lax.while_loop(lambda c: (c[8] < A) & jnp.any(c[7]), token_step, inner)
-        seq, valid, policy, turn_of, count, cache, last_logits = inner[:7]
+    def turn_step(e: _EpisodeLoop) -> _EpisodeLoop:
+        live, t = ~e.done, e.t
+        turn = _TokenLoop(e.buf, live, jnp.asarray(0, jnp.int32), t)
+        buf = jax.lax.while_loop(lambda c: (c.i < A) & jnp.any(c.active), token_step, turn).buf
         start = first + t * (A + OBS)
-        action = jax.lax.dynamic_slice_in_dim(seq, start, A, axis=1)
-        action_mask = jax.lax.dynamic_slice_in_dim(policy, start, A, axis=1).astype(jnp.int32)
-        obs, stepped, reward, env_done = jax.vmap(env.step)(states, action, action_mask)
+        action = jax.lax.dynamic_slice_in_dim(buf.seq, start, A, axis=1)
+        action_mask = jax.lax.dynamic_slice_in_dim(buf.policy, start, A, axis=1).astype(jnp.int32)
+        obs, stepped, reward, env_done = jax.vmap(env.step)(e.states, action, action_mask)
         keep = lambda new, old: jnp.where(  # noqa: E731
             live.reshape(live.shape + (1,) * (new.ndim - 1)), new, old
         )
-        states = jax.tree.map(keep, stepped, states)
-        rewards = rewards.at[:, t].set(jnp.where(live, reward.astype(jnp.float32), 0.0))
+        states = jax.tree.map(keep, stepped, e.states)
+        rewards = e.rewards.at[:, t].set(jnp.where(live, reward.astype(jnp.float32), 0.0))
         ended = live & env_done.astype(bool)
         done_now = ended | (live & (t == T - 1))
-        turns = turns + live.astype(jnp.int32)
         if OBS and T > 1:  # the observation of the rows that go on, prefilled in one chunk
-            go_on = live & ~done_now
             obs_start = start + A
-            obs_valid = obs.mask.astype(bool) & go_on[:, None]
+            obs_valid = obs.mask.astype(bool) & (live & ~done_now)[:, None]
             obs_tokens = jnp.where(obs_valid, obs.tokens.astype(jnp.int32), cfg.pad_id)
-            seq = jax.lax.dynamic_update_slice_in_dim(seq, obs_tokens, obs_start, axis=1)
-            valid = jax.lax.dynamic_update_slice_in_dim(valid, obs_valid, obs_start, axis=1)
-            turn_of = jax.lax.dynamic_update_slice_in_dim(
-                turn_of, jnp.where(obs_valid, t, -1), obs_start, axis=1
-            )
+            count = buf.count
+            buf = _write(buf, obs_start, obs_tokens, obs_valid, jnp.zeros_like(obs_valid), t)
             obs_len = jnp.sum(obs_valid, axis=1).astype(jnp.int32)
             if recompute:
-                logits = full_logits(seq, valid)
+                logits = full_logits(buf)
             else:
-                rank = jnp.cumsum(obs_valid, axis=1) - 1
-                positions = count[:, None] + jnp.maximum(rank, 0)
-                q_slot = obs_start + jnp.arange(OBS)
-                mask = (slots[None, :] <= q_slot[:, None])[None] & (
-                    valid[:, None, :] | (slots[None, :] == q_slot[:, None])[None]
+                positions = count[:, None] + jnp.maximum(jnp.cumsum(obs_valid, axis=1) - 1, 0)
+                mask = _chunk_mask(slots, buf.valid, obs_start + jnp.arange(OBS))
+                chunk, cache = forward(
+                    params, cfg, obs_tokens, positions, mask, buf.cache, obs_start
                 )
-                chunk, cache = forward(params, cfg, obs_tokens, positions, mask, cache, obs_start)
+                buf = buf._replace(cache=cache)
                 last = jnp.maximum(obs_len - 1, 0)
                 logits = jnp.take_along_axis(chunk, last[:, None, None], axis=1)[:, 0]
-            last_logits = jnp.where((obs_len > 0)[:, None], logits, last_logits)
-            count = count + obs_len
-        return (seq, valid, policy, turn_of, count, cache, last_logits, states, rewards,
-                ended_all | ended, done | done_now, turns, t + 1)  # fmt: skip
+            buf = buf._replace(
+                logits=jnp.where((obs_len > 0)[:, None], logits, buf.logits),
+                count=count + obs_len,
+            )
+        return _EpisodeLoop(
+            buf, states, rewards, e.ended | ended, e.done | done_now,
+            e.turns + live.astype(jnp.int32), t + 1,
+        )  # fmt: skip
 
-    rewards = jnp.zeros((n, T), jnp.float32)
-    zeros_n = jnp.zeros((n,), bool)
-    init = (seq, valid, policy, turn_of, count, cache, last_logits, states, rewards,
-            zeros_n, zeros_n, jnp.zeros((n,), jnp.int32), jnp.asarray(0, jnp.int32))  # fmt: skip
-    out = jax.lax.while_loop(lambda c: (c[12] < T) & jnp.any(~c[10]), turn_step, init)
-    seq, valid, policy, turn_of = out[:4]
-    states, rewards, ended, turns = out[7], out[8], out[9], out[11]
+    no = jnp.zeros((n,), bool)
+    init = _EpisodeLoop(buf, states, jnp.zeros((n, T), jnp.float32), no, no,
+                        jnp.zeros((n,), jnp.int32), jnp.asarray(0, jnp.int32))  # fmt: skip
+    out = jax.lax.while_loop(lambda e: (e.t < T) & jnp.any(~e.done), turn_step, init)
     end = prompt_len + spec.episode_length()  # the spare observation block is cut off
     cut = lambda x: x[:, prompt_len:end]  # noqa: E731
     return Episodes(
-        cut(seq),
-        cut(valid).astype(jnp.int32),
-        cut(policy).astype(jnp.int32),
-        cut(turn_of),
-        rewards,
-        turns,
-        ended,
-        states,
+        cut(out.buf.seq),
+        cut(out.buf.valid).astype(jnp.int32),
+        cut(out.buf.policy).astype(jnp.int32),
+        cut(out.buf.turn),
+        out.rewards,
+        out.turns,
+        out.ended,
+        out.states,
     )
+
+
+class _Buffer(NamedTuple):
+    """The rows' sequences as the loops write them (`[N, S]`, S slots in all)."""
+
+    seq: jax.Array  # int32 tokens
+    valid: jax.Array  # bool: a real token (attended)
+    policy: jax.Array  # bool: written by the policy
+    turn: jax.Array  # int32: the slot's turn (-1: the prompt or unused)
+    count: jax.Array  # [N] int32: real tokens so far (the next RoPE position)
+    cache: Any  # the KV cache (None for the reference)
+    logits: jax.Array  # [N, V] the next token's logits
+
+
+class _TokenLoop(NamedTuple):
+    buf: _Buffer
+    active: jax.Array  # [N] bool: the row is still writing this turn
+    i: jax.Array  # the turn's token index
+    t: jax.Array  # the turn
+
+
+class _EpisodeLoop(NamedTuple):
+    buf: _Buffer
+    states: Any  # the environments' states
+    rewards: jax.Array  # [N, T]
+    ended: jax.Array  # [N] bool: the environment ended the episode
+    done: jax.Array  # [N] bool: ended, or out of turns
+    turns: jax.Array  # [N] int32 turns taken
+    t: jax.Array  # the next turn
+
+
+def _write(buf: _Buffer, slot, tokens, valid, policy, turn) -> _Buffer:
+    """`tokens [N, W]` written into slots `slot .. slot + W` with their flags; the slots of
+    `valid` rows belong to turn `turn`."""
+    put = lambda x, v: jax.lax.dynamic_update_slice_in_dim(x, v, slot, axis=1)  # noqa: E731
+    return buf._replace(
+        seq=put(buf.seq, tokens),
+        valid=put(buf.valid, valid),
+        policy=put(buf.policy, policy),
+        turn=put(buf.turn, jnp.where(valid, turn, -1)),
+    )
+
+
+def _chunk_mask(slots: jax.Array, valid: jax.Array, query_slots: jax.Array) -> jax.Array:
+    """`[N, W, S]` attention of a chunk of queries at `query_slots [W]`: every real key at or
+    before its slot, and itself (a padded query's softmax stays defined)."""
+    causal = slots[None, :] <= query_slots[:, None]
+    return causal[None] & (valid[:, None, :] | (slots[None, :] == query_slots[:, None])[None])
 
 
 def final_action(episodes: Episodes, spec: env_lib.EnvSpec) -> jax.Array:
@@ -219,6 +259,4 @@ def final_action(episodes: Episodes, spec: env_lib.EnvSpec) -> jax.Array:
     stride = spec.action_tokens + spec.observation_tokens
     start = jnp.maximum(episodes.turns - 1, 0) * stride
     idx = start[:, None] + jnp.arange(spec.action_tokens)[None, :]
-    tokens = jnp.take_along_axis(episodes.tokens, idx, axis=1)
-    written = jnp.take_along_axis(episodes.policy_mask, idx, axis=1)
-    return jnp.where(written > 0, tokens, 0)
+    return jnp.take_along_axis(episodes.tokens, idx, axis=1)  # pad in the unwritten slots
