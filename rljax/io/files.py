@@ -4,11 +4,14 @@ name the file, and the line and column where it stops being JSON."""
 import json
 
 
-def read_json(path: str):
+def read_json(
+    path: str, hint: str = "a write cut short or an edit gone wrong: fix or remove the file"
+):
     """The JSON value in ``path``.
 
     Raises:
-      ValueError: naming ``path`` (and the line and column) if it is not UTF-8 JSON.
+      ValueError: naming ``path`` (and the line and column, then ``hint``) if it is not UTF-8
+        JSON.
       OSError: if it does not open (its message names the file).
     """
     try:
@@ -16,8 +19,7 @@ def read_json(path: str):
             return json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(
-            f"{path} is not JSON (line {e.lineno}, column {e.colno}: {e.msg}); a write cut "
-            "short or an edit gone wrong: fix or remove the file"
+            f"{path} is not JSON (line {e.lineno}, column {e.colno}: {e.msg}); {hint}"
         ) from None
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not UTF-8 text (byte {e.start}: {e.reason})") from None

@@ -53,7 +53,7 @@ import numpy as np
 
 from rljax.agents import grpo, learner
 from rljax.agents.grpo import presets
-from rljax.io import fingerprint, workdir_lock
+from rljax.io import files, fingerprint, workdir_lock
 from rljax.lm.model.decoder import DTYPES, init_params
 from rljax.lm.tasks import device_reward, math_answers, math_data, math_task, rollout
 from rljax.lm.tasks.math_checker import Checker
@@ -261,8 +261,7 @@ def run(run: MathRunConfig) -> dict:
     )
     done = os.path.join(run.workdir, RESULTS)
     if start == run.steps and os.path.isfile(done):  # finished already: nothing to build
-        with open(done) as f:
-            return json.load(f)
+        return files.read_json(done)
     with workdir_lock.holding(run.workdir, primary=jax.process_index() == 0):
         return _train_and_evaluate(run, config)
 

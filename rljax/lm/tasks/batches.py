@@ -69,15 +69,11 @@ def encode_demonstrations(
     mask = np.zeros_like(tokens)
     loss_mask = np.zeros_like(tokens)
     for i, p in enumerate(problems):
-        if demo[i]:
-            turns = task.demonstrate(p)
-            pieces = [(tok.encode(a), tok.encode(o)) for a, o in turns]
-            pieces[-1] = (pieces[-1][0] + [tok.eos_id], pieces[-1][1])
-            ids = [x for a, o in pieces for x in a + o]
-            trained = [t for a, o in pieces for t in [1] * len(a) + [0] * len(o)]
-        else:
-            ids = tok.encode(p.answer) + [tok.eos_id]
-            trained = [1] * len(ids)
+        turns = task.demonstrate(p) if demo[i] else [(p.answer, "")]  # the answer: one turn
+        pieces = [(tok.encode(a), tok.encode(o)) for a, o in turns]
+        pieces[-1] = (pieces[-1][0] + [tok.eos_id], pieces[-1][1])
+        ids = [x for a, o in pieces for x in a + o]
+        trained = [t for a, o in pieces for t in [1] * len(a) + [0] * len(o)]
         if len(ids) > length:
             raise ValueError(
                 f"task {task.name!r}: the completion of {p.prompt!r} has {len(ids)} tokens; "

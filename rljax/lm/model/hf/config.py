@@ -10,9 +10,9 @@ token id (`bos_token_id`, `eos_token_id`, `pad_token_id`) outside `[0, vocab_siz
 
 from __future__ import annotations
 
-import json
 import os
 
+from rljax.io import files
 from rljax.lm.model.decoder import TransformerConfig
 
 # architectures[0] of config.json -> TransformerConfig.family
@@ -25,20 +25,9 @@ _MODEL_TYPES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
 
 
 def read_json(file: str) -> dict:
-    """The JSON object in `file`; a ValueError naming the file (and the line and column) if it
-    is not UTF-8 JSON or holds something other than an object."""
-    try:
-        with open(file, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f"{file} is not JSON (line {e.lineno}, column {e.colno}: {e.msg}); a download cut "
-            "short or an edit gone wrong: fetch or fix the file"
-        ) from None
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{file} is not UTF-8 text (byte {e.start}: {e.reason}); allowed: a JSON file"
-        ) from None
+    """The JSON object in `file` (`rljax.io.files.read_json`); a ValueError naming the file if it
+    holds something other than an object."""
+    data = files.read_json(file, hint="a download cut short or an edit gone wrong: fetch or fix it")
     if not isinstance(data, dict):
         raise ValueError(f"{file} holds a JSON {type(data).__name__}; allowed: a JSON object")
     return data
