@@ -50,7 +50,7 @@ def config_blocks() -> tuple[ml_collections.ConfigDict, ml_collections.ConfigDic
 
 def grid(sweep: Iterable[tuple[str, str]], design=()) -> list[dict]:
     """Grid points: `design` if given, else one dict per combination of the swept values
-    (`[]` when nothing is swept).
+    (`[{}]`, one point that sets nothing, when nothing is swept).
 
     Args:
       sweep: (field, "a,b,...") pairs; "" is not swept.
